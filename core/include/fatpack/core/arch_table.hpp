@@ -1,0 +1,30 @@
+// NVIDIA's compatibility facts as data (design.md §2): which architectures the toolkit knows,
+// which devices a family target runs on, which PTX ISA each driver accepts. Keep new facts here,
+// not as `if`s in the selector.
+#pragma once
+
+#include "fatpack/core/target.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace fatpack::core {
+
+// Architectures (major*10+minor) nvcc 13.0 can compile SASS for (nvcc --list-gpu-code).
+const std::vector<std::uint32_t>& known_sass_archs();
+// Hypothetical future devices the plan matrix also shows (sm_130, sm_200).
+const std::vector<std::uint32_t>& hypothetical_archs();
+// True when arch is in known_sass_archs().
+bool is_known_arch(std::uint32_t arch);
+
+// Family targets: does an `f` target for `family_arch` (100 for sm_100f) run on a device with
+// compute capability `device_arch` (103 for CC 10.3)? From the Programming Guide's Table 28.
+bool family_contains(std::uint32_t family_arch, std::uint32_t device_arch);
+
+// Highest PTX ISA a driver of this CUDA version accepts (13000 -> 9.0). For drivers newer than
+// the table knows, the rule ISA 9.x <-> CUDA 13.x is extended; version 0 (unknown) returns {0,0}.
+ptx_isa max_ptx_isa_for_driver(int cuda_version);
+// Lowest CUDA (driver) version that accepts this PTX ISA (9.0 -> 13000).
+int min_driver_for_ptx_isa(ptx_isa isa);
+
+}  // namespace fatpack::core

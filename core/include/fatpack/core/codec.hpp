@@ -1,0 +1,31 @@
+// Per-entry compression (docs/format.md §5). Payloads are split into independent blocks so a large
+// entry can be decompressed on several threads; a block that does not shrink is stored raw.
+#pragma once
+
+#include "fatpack/core/error.hpp"
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace fatpack::core {
+
+enum class codec : std::uint8_t { none = 0, lz4 = 1, zstd = 2 };
+
+const char* codec_name(codec c) noexcept;             // "none", "lz4", "zstd"
+result<codec> parse_codec(std::string_view name);     // inverse of codec_name
+int default_level(codec c) noexcept;                  // lz4: LZ4HC_CLEVEL_MAX (12), zstd: 19, none: 0
+std::uint32_t default_block_size(codec c) noexcept;   // bytes of raw data per block
+
+// Compresses `raw` into the blocked payload layout of docs/format.md §5.
+result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw);
+
+// Decompresses a blocked payload into out[0, raw_size). Validates every block size against the
+// payload and the output; never writes outside `out`. `threads` > 1 decompresses blocks in parallel.
+status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint8_t* out,
+                  std::uint64_t raw_size, unsigned threads = 1);
+
+// XXH3-64 of bytes (the checksum used everywhere in the format).
+std::uint64_t xxh3(byte_span bytes) noexcept;
+
+}  // namespace fatpack::core

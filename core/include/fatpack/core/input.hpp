@@ -1,0 +1,48 @@
+// Recognising and importing what nvcc produces: cubins (ELF, e_machine 190), PTX text and nvcc
+// fatbins (magic 0xBA55ED50, possibly with LZ4/ZSTD-compressed entries). Kinds are detected from
+// content, never from file names.
+#pragma once
+
+#include "fatpack/core/error.hpp"
+#include "fatpack/core/package_writer.hpp"
+#include "fatpack/core/target.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fatpack::core {
+
+enum class input_kind { cubin, ptx, nvcc_fatbin, fatpack_package, ltoir, unknown };
+const char* input_kind_name(input_kind k) noexcept;
+
+input_kind detect_input(byte_span bytes);
+
+struct cubin_info {
+  core::target target;               // kind sass; arch from e_flags; variant from .nv.compat / flags
+  std::vector<std::string> kernels;  // entry functions from the ELF symbol table
+};
+// Validates the ELF structure it reads (every offset checked); `source` names it in errors.
+result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
+
+struct ptx_info {
+  core::target target;   // kind ptx: ".target sm_90a" -> compute_90a
+  core::ptx_isa isa;     // ".version 9.0"
+  std::vector<std::string> kernels;  // names of `.entry` functions
+};
+result<ptx_info> parse_ptx(byte_span bytes, std::string_view source);
+
+// Every entry of every container in an nvcc fatbin (containers may be back to back), decompressed.
+// All-or-nothing: on any error nothing is returned.
+result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view source);
+
+// Dispatches on detect_input(): a cubin or PTX gives one entry, a fatbin all of its entries.
+// module_name defaults to the file's stem. A fatpack package as input is an error (use the package).
+result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name);
+
+// Writes a standard NVIDIA fatbin (uncompressed entries) holding the given images, readable by
+// cuobjdump and the driver. Only SASS and PTX entries are allowed.
+result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& entries);
+
+}  // namespace fatpack::core

@@ -1,0 +1,83 @@
+// Reading fatpack packages (.fpk, docs/format.md). This is the only code that parses package bytes.
+//
+// package_view::parse validates the header, the entry table and the string table (every offset and
+// size, the tables' XXH3, zero padding) before anything is returned. Payloads are checked when they
+// are decompressed (raw XXH3). Errors name the source, the entry and the field.
+#pragma once
+
+#include "fatpack/core/codec.hpp"
+#include "fatpack/core/error.hpp"
+#include "fatpack/core/target.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fatpack::core {
+
+inline constexpr std::uint8_t package_magic[8] = {0x89, 'F', 'P', 'K', '\r', '\n', 0x1A, '\n'};
+inline constexpr std::uint16_t format_major = 1;
+inline constexpr std::uint16_t format_minor = 0;
+inline constexpr std::uint32_t header_size_v1 = 128;
+inline constexpr std::uint32_t entry_size_v1 = 128;
+inline constexpr std::uint32_t payload_alignment = 64;
+
+struct entry_info {
+  std::size_t index = 0;
+  core::target target;
+  core::ptx_isa ptx_isa;              // PTX only
+  std::uint32_t toolkit_version = 0;  // producing CUDA toolkit, 13000 = 13.0; 0 = unknown
+  core::codec codec = codec::none;
+  std::uint32_t block_size = 0;
+  std::uint64_t payload_offset = 0;   // from the start of the package
+  std::uint64_t stored_size = 0;
+  std::uint64_t raw_size = 0;
+  std::uint64_t raw_xxh3 = 0;
+  std::string_view module_name;       // views into the package bytes
+  std::string_view options;           // JIT/ptxas options the entry was built with (may be empty)
+  std::vector<std::string_view> kernels;
+
+  // "entry 3 (sm_90 sass)": how errors name an entry.
+  std::string describe() const;
+};
+
+class package_view {
+ public:
+  // Parses one package starting at bytes.data; `source` names it in errors ("app.fpk",
+  // "app.fpk+0x4c0"). Bytes past the package's total_size are ignored.
+  static result<package_view> parse(byte_span bytes, std::string_view source);
+
+  std::string_view source() const { return source_; }
+  std::string_view name() const { return name_; }
+  std::uint16_t version_major() const { return major_; }
+  std::uint16_t version_minor() const { return minor_; }
+  std::uint64_t total_size() const { return total_size_; }
+  byte_span bytes() const { return bytes_; }
+  const std::vector<entry_info>& entries() const { return entries_; }
+
+  byte_span stored_payload(std::size_t i) const;
+  // Decompresses entry i and checks its raw XXH3.
+  result<std::vector<std::uint8_t>> decompress(std::size_t i, unsigned threads = 1) const;
+  status decompress_into(std::size_t i, std::uint8_t* out, unsigned threads = 1) const;
+  // Decompresses and checks every entry.
+  status verify() const;
+
+ private:
+  byte_span bytes_;
+  std::string source_;
+  std::string_view name_;
+  std::uint16_t major_ = 0, minor_ = 0;
+  std::uint64_t total_size_ = 0;
+  std::vector<entry_info> entries_;
+};
+
+// Parses packages concatenated back to back (each starts at the previous one's total_size).
+result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source);
+
+// Finds packages embedded anywhere in a larger file (an executable, object or archive): scans for the
+// magic at 8-byte aligned offsets and keeps each hit whose header and tables validate. Returns the
+// offsets of valid packages; `skipped` (optional) receives errors of magic hits that did not validate.
+std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped = nullptr);
+
+}  // namespace fatpack::core

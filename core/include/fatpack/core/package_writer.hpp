@@ -1,0 +1,37 @@
+// Writing fatpack packages (docs/format.md). Output is deterministic: same inputs, same bytes.
+#pragma once
+
+#include "fatpack/core/codec.hpp"
+#include "fatpack/core/error.hpp"
+#include "fatpack/core/target.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fatpack::core {
+
+// One image to store: raw (uncompressed) bytes plus what the reader will report about it.
+struct entry_input {
+  core::target target;
+  core::ptx_isa ptx_isa;
+  std::uint32_t toolkit_version = 0;
+  std::string module_name;
+  std::string options;
+  std::vector<std::string> kernels;
+  std::vector<std::uint8_t> raw;
+  std::string origin;  // where it came from ("k.cubin", "app.fatbin: entry 2"), for messages only
+};
+
+struct pack_options {
+  core::codec codec = codec::lz4;
+  int level = -1;               // -1: default_level(codec)
+  std::uint32_t block_size = 0; // 0: default_block_size(codec)
+};
+
+// Builds a package. Entries are written in the given order. Fails on duplicate (target, ptx_isa,
+// module) entries, a name longer than the format allows, or a compression error.
+result<std::vector<std::uint8_t>> write_package(const std::string& name, const std::vector<entry_input>& entries,
+                                                const pack_options& options);
+
+}  // namespace fatpack::core
