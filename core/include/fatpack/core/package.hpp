@@ -34,6 +34,7 @@ struct entry_info {
   std::uint64_t stored_size = 0;
   std::uint64_t raw_size = 0;
   std::uint64_t raw_xxh3 = 0;
+  std::uint64_t stored_xxh3 = 0;      // of the stored (compressed) payload
   std::string_view module_name;       // views into the package bytes
   std::string_view options;           // JIT/ptxas options the entry was built with (may be empty)
   std::vector<std::string_view> kernels;

@@ -1,0 +1,172 @@
+// fatpack build: drive nvcc once per (source, target) in parallel, then pack the results.
+// One job per target (not one nvcc call with many -gencode) so the targets compile on separate
+// cores; nvcc itself compiles -gencode targets one after another.
+#include "arch_list.hpp"
+#include "file_io.hpp"
+#include "pack_common.hpp"
+#include "process.hpp"
+#include "tool.hpp"
+
+#include "fatpack/core/input.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace fatpack::tool {
+namespace {
+
+struct job {
+  std::string source;
+  core::target target;
+  std::string output;
+  process_result result;
+  std::vector<std::string> argv;
+};
+
+// A temporary directory removed with everything in it when the build ends.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/fatpack-build.XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data())) path = buf.data();
+  }
+  ~temp_dir() {
+    if (!path.empty()) run_process({"rm", "-rf", path});
+  }
+};
+
+}  // namespace
+
+command_runner add_build_command(CLI::App& app) {
+  struct options {
+    std::string output, name, arch, nvcc = "nvcc";
+    unsigned jobs = 0;
+    codec_options codec;
+    std::vector<std::string> sources;
+    bool verbose = false;
+  };
+  auto o = std::make_shared<options>();
+  if (const char* env = std::getenv("NVCC"); env && *env) o->nvcc = env;
+  CLI::App* cmd = app.add_subcommand(
+      "build", "Compile .cu sources with nvcc for an architecture list (one job per target, in parallel) and pack "
+               "them. Arguments after '--' go to nvcc.");
+  cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
+  cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
+  cmd->add_option("--arch", o->arch,
+                  "Targets in CMake CUDA_ARCHITECTURES syntax: 75-real,90-real,120-virtual; a bare 90 means "
+                  "real + virtual; all, all-major")
+      ->required();
+  cmd->add_option("-j,--jobs", o->jobs, "Parallel nvcc jobs (default: number of cores)");
+  cmd->add_option("--nvcc", o->nvcc, "nvcc to run (default: $NVCC or nvcc on PATH)");
+  o->codec.add_to(*cmd, true);
+  cmd->add_flag("-v,--verbose", o->verbose, "Print each nvcc command and a summary line");
+  cmd->add_option("sources", o->sources, "CUDA sources; each becomes one module named after the file")->required();
+  return [o]() {
+    auto codes = nvcc_gpu_codes(o->nvcc);
+    if (!codes) {
+      print_error(codes.err().message);
+      return exit_failure;
+    }
+    auto targets = parse_arch_list(o->arch, *codes);
+    if (!targets) throw usage_error{"--arch: " + targets.err().message};
+    for (const auto& s : o->sources) {
+      if (::access(s.c_str(), R_OK) != 0) {
+        print_error(s + ": cannot read the source file");
+        return exit_failure;
+      }
+    }
+    const int toolkit = nvcc_toolkit_version(o->nvcc);
+    temp_dir tmp;
+    if (tmp.path.empty()) {
+      print_error("cannot create a temporary directory");
+      return exit_failure;
+    }
+    std::vector<job> jobs;
+    for (const auto& src : o->sources) {
+      for (const auto& t : *targets) {
+        job j;
+        j.source = src;
+        j.target = t;
+        const bool ptx = t.kind == core::entry_kind::ptx;
+        j.output = tmp.path + "/" + std::to_string(jobs.size()) + (ptx ? ".ptx" : ".cubin");
+        j.argv = {o->nvcc, ptx ? "-ptx" : "-cubin", "-arch=" + t.str(), "-o", j.output, src};
+        for (const auto& a : passthrough_args()) j.argv.push_back(a);
+        jobs.push_back(std::move(j));
+      }
+    }
+    unsigned n = o->jobs ? o->jobs : std::max(1u, std::thread::hardware_concurrency());
+    n = std::min<unsigned>(n, unsigned(jobs.size()));
+    std::atomic<std::size_t> next{0}, done{0};
+    std::mutex out_mutex;
+    const bool progress = stderr_is_terminal() && !o->verbose;
+    auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    auto worker = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+        if (o->verbose) {
+          std::lock_guard<std::mutex> lock(out_mutex);
+          std::cerr << join_command(jobs[i].argv) << "\n";
+        }
+        jobs[i].result = run_process(jobs[i].argv);
+        const std::size_t d = ++done;
+        if (progress) {
+          std::lock_guard<std::mutex> lock(out_mutex);
+          const auto now = std::chrono::steady_clock::now();
+          if (now - last > std::chrono::milliseconds(200) || d == jobs.size()) {  // at most 5 updates/s
+            last = now;
+            std::cerr << "\r[" << d << "/" << jobs.size() << "] nvcc " << jobs[i].source << " " << jobs[i].target.str()
+                      << "          " << std::flush;
+          }
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
+
+    int failures = 0;
+    for (const auto& j : jobs) {
+      if (j.result.exit_code == 0) continue;
+      ++failures;
+      print_error(j.source + ": nvcc failed for " + j.target.str() + " (" +
+                  (j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error) +
+                  "): " + join_command(j.argv));
+      if (!j.result.output.empty()) std::cerr << j.result.output;
+    }
+    if (failures) return exit_failure;
+
+    std::vector<core::entry_input> entries;
+    for (const auto& j : jobs) {
+      auto bytes = read_file(j.output);
+      if (!bytes) {
+        print_error(bytes.err().message);
+        return exit_failure;
+      }
+      auto imported = core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")",
+                                         module_name_of(j.source));
+      if (!imported) {
+        print_error(imported.err().message);
+        return exit_failure;
+      }
+      for (auto& e : *imported) {
+        e.toolkit_version = std::uint32_t(toolkit);
+        // nvcc records an/f target only where it can; the requested target is authoritative.
+        e.target.variant = j.target.variant;
+        entries.push_back(std::move(e));
+      }
+    }
+    return write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name, entries,
+                              o->codec, o->verbose);
+  };
+}
+
+}  // namespace fatpack::tool

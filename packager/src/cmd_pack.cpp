@@ -1,0 +1,96 @@
+// fatpack pack: nvcc output (cubins, PTX, nvcc fatbins) -> one package. Input kinds come from content.
+#include "file_io.hpp"
+#include "pack_common.hpp"
+#include "tool.hpp"
+
+#include "fatpack/core/input.hpp"
+#include "fatpack/core/package.hpp"
+
+#include <iostream>
+
+namespace fatpack::tool {
+
+void codec_options::add_to(CLI::App& cmd, bool with_level) {
+  cmd.add_option("--codec", codec, "Per-entry compression: lz4 (default; fastest to load), zstd (smallest) or none")
+      ->check(CLI::IsMember({"lz4", "zstd", "none"}));
+  if (with_level)
+    cmd.add_option("--level", level, "Compression level (default: lz4 12 = highest HC level, zstd 19)");
+  cmd.add_option("--block-size", block_size,
+                 "Raw bytes per independently compressed block (default: lz4 262144, zstd 1048576)");
+}
+
+std::string default_package_name(const std::string& output_path) {
+  std::string base = output_path.substr(output_path.find_last_of('/') + 1);
+  const auto dot = base.find('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+std::string module_name_of(const std::string& path) { return default_package_name(path); }
+
+int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
+                       const codec_options& copts, bool verbose) {
+  auto c = core::parse_codec(copts.codec);
+  if (!c) throw usage_error{c.err().message};
+  core::pack_options opts;
+  opts.codec = *c;
+  opts.level = copts.level;
+  opts.block_size = copts.block_size;
+  auto bytes = core::write_package(name, entries, opts);
+  if (!bytes) {
+    print_error(output + ": " + bytes.err().message);
+    return exit_failure;
+  }
+  bool changed = false;
+  core::status st = write_file_atomic(output, core::byte_span(*bytes), &changed);
+  if (!st) {
+    print_error(st.err().message);
+    return exit_failure;
+  }
+  if (verbose) {
+    std::uint64_t raw = 0;
+    for (const auto& e : entries) raw += e.raw.size();
+    std::cout << output << ": package '" << name << "', " << entries.size() << " entries, " << human_size(raw)
+              << " raw -> " << human_size(bytes->size()) << " (" << copts.codec << ")"
+              << (changed ? "" : ", unchanged") << "\n";
+  }
+  return exit_ok;
+}
+
+command_runner add_pack_command(CLI::App& app) {
+  struct options {
+    std::string output, name, module;
+    codec_options codec;
+    std::vector<std::string> inputs;
+    bool verbose = false;
+  };
+  auto o = std::make_shared<options>();
+  CLI::App* cmd = app.add_subcommand(
+      "pack", "Pack cubins, PTX files and nvcc fatbins into one package (kinds detected from content)");
+  cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
+  cmd->add_option("--name", o->name, "Package name the runtime looks up (default: output file name without extension)");
+  cmd->add_option("--module", o->module,
+                  "Module name for every input (default: each input's file name up to the first '.')");
+  o->codec.add_to(*cmd, true);
+  cmd->add_flag("-v,--verbose", o->verbose, "Print a summary line");
+  cmd->add_option("inputs", o->inputs, "cubin, PTX or nvcc fatbin files")->required();
+  return [o]() {
+    std::vector<core::entry_input> entries;
+    for (const auto& path : o->inputs) {
+      auto bytes = read_file(path);
+      if (!bytes) {
+        print_error(bytes.err().message);
+        return exit_failure;
+      }
+      auto imported = core::import_input(core::byte_span(*bytes), path, o->module.empty() ? module_name_of(path) : o->module);
+      if (!imported) {
+        print_error(imported.err().message);
+        return exit_failure;
+      }
+      for (auto& e : *imported) entries.push_back(std::move(e));
+    }
+    return write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name, entries,
+                              o->codec, o->verbose);
+  };
+}
+
+}  // namespace fatpack::tool

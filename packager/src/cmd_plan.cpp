@@ -1,0 +1,166 @@
+// fatpack plan: which entry a GPU and driver would load, and why — computed by core::select, the
+// same function the runtime calls, so the plan is what the product will do.
+#include "tool.hpp"
+
+#include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/select.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <regex>
+
+namespace fatpack::tool {
+namespace {
+
+// "sm_86", "86", "8.6" -> 86. A GPU is a compute capability: a/f suffixes name code, not devices.
+std::uint32_t parse_gpu(const std::string& text) {
+  static const std::regex re(R"(^(?:sm_)?([0-9]{2,4})$|^([0-9]{1,3})\.([0-9])$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re))
+    throw usage_error{"--gpu '" + text + "': expected a compute capability such as sm_86, 86 or 8.6"};
+  if (m[1].matched) return std::uint32_t(std::stoul(m[1]));
+  return std::uint32_t(std::stoul(m[2]) * 10 + std::stoul(m[3]));
+}
+
+std::string gpu_name(std::uint32_t arch) { return "sm_" + std::to_string(arch); }
+std::string cc_name(std::uint32_t arch) { return std::to_string(arch / 10) + "." + std::to_string(arch % 10); }
+
+struct module_entries {
+  std::vector<core::entry_desc> descs;
+  std::vector<const core::entry_info*> infos;
+};
+
+}  // namespace
+
+command_runner add_plan_command(CLI::App& app) {
+  struct options {
+    std::vector<std::string> gpus;
+    std::string driver, policy = "prefer_sass", file, module;
+    bool json = false, tegra = false;
+  };
+  auto o = std::make_shared<options>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Show which entry each GPU would load and why every other entry is refused (the runtime's own rules). "
+              "Without --gpu: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
+  cmd->add_option("--gpu", o->gpus, "A GPU by compute capability: sm_86, 86 or 8.6 (repeatable)");
+  cmd->add_option("--driver", o->driver,
+                  "CUDA version of the driver, e.g. 12.4 (limits the PTX ISA it accepts; default: not checked)");
+  cmd->add_option("--policy", o->policy, "prefer_sass (default), force_ptx or sass_only")
+      ->check(CLI::IsMember({"prefer_sass", "force_ptx", "sass_only"}));
+  cmd->add_flag("--tegra", o->tegra, "The GPUs are Tegra (Jetson) devices: no SASS minor-version compatibility");
+  cmd->add_option("--module", o->module, "Only this module");
+  cmd->add_flag("--json", o->json, "Print one JSON document (schema_version 1)");
+  cmd->add_option("file", o->file, "Package or host binary")->required();
+  return [o]() {
+    int driver = 0;
+    if (!o->driver.empty()) {
+      auto v = core::parse_cuda_version(o->driver);
+      if (!v) throw usage_error{"--driver: " + v.err().message};
+      driver = *v;
+    }
+    const core::policy pol = o->policy == "force_ptx"   ? core::policy::force_ptx
+                             : o->policy == "sass_only" ? core::policy::sass_only
+                                                        : core::policy::prefer_sass;
+    std::vector<std::uint32_t> gpus;
+    for (const auto& g : o->gpus) gpus.push_back(parse_gpu(g));
+    const bool matrix = gpus.empty();
+    if (matrix) {
+      gpus = core::known_sass_archs();
+      for (auto a : core::hypothetical_archs()) gpus.push_back(a);
+    }
+    auto pf = load_package_file(o->file);
+    if (!pf) {
+      print_error(pf.err().message);
+      return exit_failure;
+    }
+
+    nlohmann::json doc;
+    doc["schema_version"] = 1;
+    doc["file"] = o->file;
+    doc["driver"] = driver ? nlohmann::json(core::cuda_version_str(driver)) : nlohmann::json(nullptr);
+    doc["max_ptx_isa"] = driver ? nlohmann::json(core::max_ptx_isa_for_driver(driver).str()) : nlohmann::json(nullptr);
+    doc["policy"] = core::policy_name(pol);
+    doc["plans"] = nlohmann::json::array();
+    const std::string driver_text =
+        driver ? "a CUDA " + core::cuda_version_str(driver) + " driver (PTX ISA <= " +
+                     core::max_ptx_isa_for_driver(driver).str() + ")"
+               : "any driver (PTX ISA not checked; pass --driver)";
+    bool matched = false;
+    for (const auto& pkg : pf->packages) {
+      std::map<std::string, module_entries> modules;  // sorted: deterministic output
+      for (const auto& e : pkg.entries()) {
+        auto& m = modules[std::string(e.module_name)];
+        m.descs.push_back({e.target, e.ptx_isa});
+        m.infos.push_back(&e);
+      }
+      for (const auto& [mod, me] : modules) {
+        if (!o->module.empty() && mod != o->module) continue;
+        matched = true;
+        if (!o->json) {
+          std::cout << "package '" << pkg.name() << "', module '" << mod << "' with " << driver_text << ", policy "
+                    << core::policy_name(pol) << (o->tegra ? ", Tegra" : "") << ":\n";
+          if (matrix) std::printf("  %-8s %-6s %-14s %s\n", "GPU", "CC", "loads", "why");
+        }
+        for (const std::uint32_t gpu : gpus) {
+          const core::selection sel = core::select(me.descs, {gpu, o->tegra}, driver, pol);
+          nlohmann::json plan;
+          plan["package"] = std::string(pkg.name());
+          plan["module"] = mod;
+          plan["device"] = gpu_name(gpu);
+          plan["compute_capability"] = cc_name(gpu);
+          plan["chosen"] = nullptr;
+          plan["candidates"] = nlohmann::json::array();
+          for (const auto& c : sel.candidates) {
+            const core::entry_info& e = *me.infos[c.entry];
+            nlohmann::json cj;
+            cj["entry"] = e.index;
+            cj["target"] = e.target.str();
+            cj["kind"] = core::kind_name(e.target.kind);
+            cj["ptx_isa"] = e.target.kind == core::entry_kind::ptx ? nlohmann::json(e.ptx_isa.str()) : nlohmann::json(nullptr);
+            cj["verdict"] = core::verdict_name(c.verdict);
+            cj["reason"] = c.reason;
+            if (c.verdict == core::verdict::chosen) plan["chosen"] = cj;
+            plan["candidates"].push_back(cj);
+          }
+          if (!sel.nothing_fits.empty()) plan["nothing_fits"] = sel.nothing_fits;
+          doc["plans"].push_back(plan);
+          if (o->json) continue;
+          if (matrix) {
+            std::string loads = "none", why = "nothing fits";
+            for (const auto& c : sel.candidates) {
+              if (c.verdict != core::verdict::chosen) continue;
+              const core::entry_info& e = *me.infos[c.entry];
+              loads = e.target.str() + (e.target.kind == core::entry_kind::ptx ? " (JIT)" : "");
+              why = c.reason;
+            }
+            std::printf("  %-8s %-6s %-14s %s\n", gpu_name(gpu).c_str(), cc_name(gpu).c_str(), loads.c_str(),
+                        why.c_str());
+            continue;
+          }
+          std::cout << "  " << gpu_name(gpu) << " (CC " << cc_name(gpu) << "):\n";
+          for (const auto& c : sel.candidates) {
+            const core::entry_info& e = *me.infos[c.entry];
+            std::string label = e.target.str();
+            if (e.target.kind == core::entry_kind::ptx) label += " (ISA " + e.ptx_isa.str() + ")";
+            std::printf("    %-9s entry %-3zu %-22s %s\n", core::verdict_name(c.verdict), e.index, label.c_str(),
+                        c.reason.c_str());
+          }
+          if (!sel.nothing_fits.empty()) std::cout << "    nothing fits: " << sel.nothing_fits << "\n";
+          std::fflush(stdout);
+        }
+      }
+    }
+    if (!matched) {
+      print_error(o->file + ": no module named '" + o->module + "'");
+      return exit_failure;
+    }
+    if (o->json) std::cout << doc.dump(2) << "\n";
+    std::cout << std::flush;
+    return exit_ok;
+  };
+}
+
+}  // namespace fatpack::tool

@@ -1,0 +1,18 @@
+// File access for the CLI: whole-file reads, and atomic writes that leave the output untouched when
+// the content is unchanged (so Ninja's restat can skip dependent steps) and leave nothing behind on
+// failure (temp file in the same directory, fsync, rename).
+#pragma once
+
+#include "fatpack/core/error.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fatpack::tool {
+
+core::result<std::vector<std::uint8_t>> read_file(const std::string& path);
+// Returns true in *changed when the file was (re)written.
+core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed = nullptr);
+
+}  // namespace fatpack::tool

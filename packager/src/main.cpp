@@ -1,0 +1,73 @@
+// fatpack: the packager CLI. Each subcommand lives in its own cmd_*.cpp; this file wires them up
+// and owns the exit-code policy (0 ok, 1 failure, 2 usage).
+#include "tool.hpp"
+
+#include "fatpack/core/package.hpp"
+
+#include <iostream>
+#include <map>
+
+int main(int argc, char** argv) {
+  using namespace fatpack::tool;
+  // Everything after a bare `--` goes to nvcc unchanged (`fatpack build ... -- -O3`); CLI11 must
+  // not see it.
+  std::vector<char*> args(argv, argv + argc);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (std::string(args[i]) == "--") {
+      passthrough_args().assign(args.begin() + long(i) + 1, args.end());
+      args.resize(i);
+      break;
+    }
+  }
+
+  CLI::App app{"fatpack " FATPACK_VERSION
+               ": package CUDA kernels (SASS for several GPUs + PTX) into one compressed, checksummed .fpk "
+               "package and inspect, verify, extract, plan and embed packages.\n"
+               "Exit status: 0 success, 1 failure, 2 usage error.",
+               "fatpack"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version",
+                       std::string("fatpack ") + FATPACK_VERSION + " (package format " +
+                           std::to_string(fatpack::core::format_major) + "." +
+                           std::to_string(fatpack::core::format_minor) + ")");
+  std::map<CLI::App*, command_runner> runners;
+  auto add = [&](command_runner (*adder)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands({}).size();
+    command_runner run = adder(app);
+    runners[app.get_subcommands({}).at(before)] = std::move(run);
+  };
+  add(add_build_command);
+  add(add_pack_command);
+  add(add_inspect_command);
+  add(add_verify_command);
+  add(add_extract_command);
+  add(add_plan_command);
+  add(add_embed_command);
+  add(add_export_fatbin_command);
+
+  try {
+    app.parse(int(args.size()), args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    print_error(e.what());
+    std::cerr << "Run 'fatpack --help' or 'fatpack <command> --help' for usage.\n";
+    return exit_usage;
+  }
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) {
+      try {
+        return run();
+      } catch (const usage_error& e) {
+        print_error(e.message);
+        std::cerr << "Run 'fatpack " << sub->get_name() << " --help' for usage.\n";
+        return exit_usage;
+      }
+    }
+  }
+  return exit_usage;
+}

@@ -1,0 +1,30 @@
+// What `pack` and `build` share: turning a list of images into a written package.
+#pragma once
+
+#include "fatpack/core/package_writer.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fatpack::tool {
+
+struct codec_options {
+  std::string codec = "lz4";
+  int level = -1;
+  std::uint32_t block_size = 0;
+  void add_to(CLI::App& cmd, bool with_level);
+};
+
+// The package name when --name is not given: the output file's name without directory and extension.
+std::string default_package_name(const std::string& output_path);
+// The module name of an input file: its file name up to the first '.' ("vadd.sm_90.cubin" -> "vadd").
+std::string module_name_of(const std::string& path);
+
+// Writes the package atomically (only when its content changed). Returns the exit code and prints
+// diagnostics; with verbose, prints a one-line summary on stdout.
+int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
+                       const codec_options& codec, bool verbose);
+
+}  // namespace fatpack::tool

@@ -1,0 +1,74 @@
+#include "tool.hpp"
+
+#include "file_io.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <unistd.h>
+
+namespace fatpack::tool {
+
+void print_error(const std::string& message) { std::cerr << "fatpack: error: " << message << "\n"; }
+void print_warning(const std::string& message) { std::cerr << "fatpack: warning: " << message << "\n"; }
+bool stderr_is_terminal() { return ::isatty(2) == 1; }
+
+std::vector<std::string>& passthrough_args() {
+  static std::vector<std::string> args;
+  return args;
+}
+
+std::string human_size(std::uint64_t bytes) {
+  char buf[32];
+  if (bytes < 1024) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  } else if (bytes < (1u << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1u << 20));
+  }
+  return buf;
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+core::result<package_file> load_package_file(const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes) return std::move(bytes).err();
+  package_file pf;
+  pf.path = path;
+  pf.bytes = std::move(bytes).value();
+  const core::byte_span all(pf.bytes);
+  if (all.size >= sizeof core::package_magic &&
+      std::memcmp(all.data, core::package_magic, sizeof core::package_magic) == 0) {
+    auto pkgs = core::parse_packages(all, path);
+    if (!pkgs) return std::move(pkgs).err();
+    pf.packages = std::move(pkgs).value();
+    return pf;
+  }
+  // Not a package: look inside (an executable, object or archive that embeds packages). Sections
+  // are not trusted (PIE executables may carry zeroed records); the magic and a valid header are.
+  std::vector<core::error> skipped;
+  const auto offsets = core::find_embedded_packages(all, &skipped);
+  if (offsets.empty()) {
+    if (all.size == 0) return core::make_error(core::errc::truncated, path + ": empty file");
+    if (!skipped.empty())
+      return core::make_error(skipped.front().code, path + ": holds a damaged package at " + skipped.front().message);
+    return core::make_error(core::errc::bad_magic, path + ": not a fatpack package and embeds none");
+  }
+  pf.embedded = true;
+  for (const std::uint64_t off : offsets) {
+    char where[64];
+    std::snprintf(where, sizeof where, "+0x%llx", static_cast<unsigned long long>(off));
+    auto pv = core::package_view::parse(all.subspan(std::size_t(off), std::size_t(all.size - off)), path + where);
+    if (!pv) return std::move(pv).err();
+    pf.packages.push_back(std::move(pv).value());
+  }
+  return pf;
+}
+
+}  // namespace fatpack::tool

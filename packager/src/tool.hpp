@@ -1,0 +1,61 @@
+// Shared plumbing of the `fatpack` subcommands: diagnostics, exit codes, loading packages.
+//
+// Conventions (docs/cli.md): results on stdout, diagnostics on stderr as `fatpack: error: ...` /
+// `fatpack: warning: ...`; exit 0 ok, 1 failure, 2 usage.
+#pragma once
+
+#include "fatpack/core/error.hpp"
+#include "fatpack/core/package.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fatpack::tool {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;
+inline constexpr int exit_usage = 2;
+
+void print_error(const std::string& message);
+void print_warning(const std::string& message);
+bool stderr_is_terminal();
+
+// A usage error found after parsing (e.g. a bad --gpu value): the message is printed like a CLI11
+// error and the tool exits 2.
+struct usage_error {
+  std::string message;
+};
+
+// The packages of one input file: a package file (possibly several concatenated) or a host
+// executable / object / archive that embeds packages (found by magic). Owns the bytes.
+struct package_file {
+  std::string path;
+  std::vector<std::uint8_t> bytes;
+  std::vector<core::package_view> packages;
+  bool embedded = false;  // found inside a host binary
+};
+core::result<package_file> load_package_file(const std::string& path);
+
+// Each subcommand registers itself and returns the function that runs it after parsing.
+using command_runner = std::function<int()>;
+command_runner add_build_command(CLI::App& app);
+command_runner add_pack_command(CLI::App& app);
+command_runner add_inspect_command(CLI::App& app);
+command_runner add_verify_command(CLI::App& app);
+command_runner add_extract_command(CLI::App& app);
+command_runner add_plan_command(CLI::App& app);
+command_runner add_embed_command(CLI::App& app);
+command_runner add_export_fatbin_command(CLI::App& app);
+
+// Arguments after a bare `--` (for `build`: passed to nvcc unchanged).
+std::vector<std::string>& passthrough_args();
+
+std::string human_size(std::uint64_t bytes);  // "1.2 MiB"
+std::string hex64(std::uint64_t v);          // "0123456789abcdef"
+
+}  // namespace fatpack::tool

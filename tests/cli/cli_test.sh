@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# CLI test cases for `fatpack` (run by CTest, one case per test):
+#   cli_test.sh CASE FATPACK ARTIFACTS DATA WORKDIR SOURCE_DIR
+# Exit 0 pass, 1 fail, 77 skipped (with a message saying why).
+set -uo pipefail
+case_name=$1 fatpack=$2 art=$3 data=$4 work=$5 src=$6
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# run EXPECTED_RC CMD...: runs CMD, captures stdout/stderr in out.txt/err.txt, checks the exit code.
+run() {
+  local want=$1; shift
+  "$@" >out.txt 2>err.txt
+  local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "--- stdout"; cat out.txt; echo "--- stderr"; cat err.txt
+    fail "'$*' exited $rc, expected $want"
+  fi
+}
+expect_in() { grep -qE -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "$1 lacks /$2/"; }; }
+json() { python3 -c "import json,sys; d=json.load(open('out.txt')); $1" || { cat out.txt; fail "json check: $1"; }; }
+
+cubins=("$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.sm_90.cubin")
+ptx="$art/vadd.compute_90.ptx"
+
+case "$case_name" in
+help)
+  run 0 "$fatpack" --help
+  for c in build pack inspect verify extract plan embed export-fatbin; do
+    expect_in out.txt "^ *$c "
+    run 0 "$fatpack" "$c" --help
+    expect_in out.txt "Usage"
+  done
+  run 0 "$fatpack" --version
+  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.0\)"
+  ;;
+usage)
+  run 2 "$fatpack"
+  run 2 "$fatpack" frobnicate
+  run 2 "$fatpack" pack "${cubins[0]}"                 # no -o
+  expect_in err.txt "^fatpack: error: .*output"
+  run 2 "$fatpack" pack -o x.fpk --codec gzip "${cubins[0]}"
+  run 2 "$fatpack" build -o x.fpk --arch 91-real "$src/tests/kernels/vadd.cu"
+  expect_in err.txt "fatpack: error: --arch: architecture 91 .* not supported by this CUDA toolkit"
+  run 2 "$fatpack" build -o x.fpk --arch "75-fake" "$src/tests/kernels/vadd.cu"
+  expect_in err.txt "invalid architecture '75-fake'"
+  run 0 "$fatpack" pack -o x.fpk "${cubins[0]}"
+  run 2 "$fatpack" plan --gpu sm_90a x.fpk
+  expect_in err.txt "fatpack: error: --gpu 'sm_90a'"
+  run 2 "$fatpack" plan --driver thirteen x.fpk
+  run 2 "$fatpack" embed -o x.txt x.fpk
+  run 2 "$fatpack" extract --target sm_9x x.fpk
+  ;;
+roundtrip)
+  for codec in lz4 zstd none; do
+    run 0 "$fatpack" pack -o "rt-$codec.fpk" --name rt --codec "$codec" "${cubins[@]}" "$ptx"
+    run 0 "$fatpack" verify "rt-$codec.fpk"
+    expect_in out.txt "rt-$codec.fpk: ok \(1 package, 4 entries\)"
+    run 0 "$fatpack" inspect "rt-$codec.fpk"
+    expect_in out.txt "package 'rt'"
+    for t in sm_75 sm_80 sm_90 compute_90; do expect_in out.txt " $t +"; done
+    rm -rf "x-$codec"
+    run 0 "$fatpack" extract -o "x-$codec" "rt-$codec.fpk"
+    for sm in 75 80 90; do
+      cmp "x-$codec/vadd.sm_$sm.cubin" "$art/vadd.sm_$sm.cubin" || fail "sm_$sm cubin differs after $codec round trip"
+    done
+    cmp "x-$codec/vadd.compute_90.ptx" "$ptx" || fail "PTX differs after $codec round trip"
+    run 0 "$fatpack" extract -o "one-$codec" --target sm_80 "rt-$codec.fpk"
+    [ "$(ls "one-$codec")" = "vadd.sm_80.cubin" ] || fail "--target sm_80 extracted: $(ls "one-$codec")"
+  done
+  # zstd packages are smaller than lz4 ones, and both smaller than none.
+  s() { stat -c %s "$1"; }
+  [ "$(s rt-zstd.fpk)" -lt "$(s rt-lz4.fpk)" ] && [ "$(s rt-lz4.fpk)" -lt "$(s rt-none.fpk)" ] ||
+    fail "sizes: zstd $(s rt-zstd.fpk) lz4 $(s rt-lz4.fpk) none $(s rt-none.fpk)"
+  ;;
+fatbin_import)
+  for fb in vadd.fatbin vadd.compressed.fatbin; do
+    run 0 "$fatpack" pack -o fb.fpk "$art/$fb"
+    run 0 "$fatpack" inspect --json fb.fpk
+    json "t=sorted(e['target'] for e in d['packages'][0]['entries']); assert t==['compute_90','sm_75','sm_80','sm_90'], t"
+    json "assert all(set(e['kernels'])=={'vadd','saxpy'} for e in d['packages'][0]['entries'])"
+    run 0 "$fatpack" extract -o "x-$fb" --target compute_90 fb.fpk
+    # The PTX inside the fatbin is the same text nvcc -ptx writes (fatbins NUL-pad it).
+    cmp "x-$fb/vadd.compute_90.ptx" "$ptx" || fail "PTX imported from $fb differs from nvcc -ptx output"
+  done
+  ;;
+build)
+  run 0 "$fatpack" build -o b.fpk --arch 75-real,90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
+  [ ! -s err.txt ] || fail "build printed on a non-terminal stderr: $(cat err.txt)"
+  run 0 "$fatpack" inspect --json b.fpk
+  json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_90','compute_90'], t"
+  json "assert all(e['toolkit']=='13.0' and e['module']=='vadd' for e in d['packages'][0]['entries'])"
+  json "assert d['packages'][0]['name']=='b'"
+  printf 'extern "C" __global__ void broken( { }\n' > broken.cu
+  run 1 "$fatpack" build -o broken.fpk --arch 75-real broken.cu
+  expect_in err.txt "fatpack: error: broken.cu: nvcc failed for sm_75"
+  [ ! -e broken.fpk ] || fail "a failed build left broken.fpk behind"
+  run 0 "$fatpack" build -o all.fpk --arch all-major --codec zstd "$src/tests/kernels/vadd.cu"
+  run 0 "$fatpack" inspect --json all.fpk
+  json "t=[e['target'] for e in d['packages'][0]['entries']]; assert 'sm_75' in t and 'sm_90' in t and 'sm_86' not in t and t[-1].startswith('compute_'), t"
+  ;;
+plan)
+  run 0 "$fatpack" pack -o p.fpk --name p "${cubins[@]}" "$art/vadd.compute_80.ptx"
+  run 0 "$fatpack" plan --json --gpu sm_90 --gpu sm_86 --gpu sm_120 --gpu 20.0 p.fpk
+  json "c=[(p['device'], p['chosen'] and p['chosen']['target']) for p in d['plans']]; assert c==[('sm_90','sm_90'),('sm_86','sm_80'),('sm_120','compute_80'),('sm_200','compute_80')], c"
+  json "assert d['schema_version']==1 and all(len(p['candidates'])==4 for p in d['plans'])"
+  json "assert all(c['verdict'] in ('chosen','usable','rejected') and c['reason'] for p in d['plans'] for c in p['candidates'])"
+  # compute_80 from nvcc 13 has PTX ISA 9.0: a CUDA 12.4 driver cannot JIT it.
+  run 0 "$fatpack" plan --json --gpu sm_120 --driver 12.4 p.fpk
+  json "p=d['plans'][0]; assert p['chosen'] is None and 'nothing_fits' in p, p"
+  run 0 "$fatpack" plan --json --gpu sm_90 --policy force_ptx p.fpk
+  json "assert d['plans'][0]['chosen']['target']=='compute_80'"
+  run 0 "$fatpack" plan --driver 13.0 p.fpk
+  for g in sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 sm_121 sm_130 sm_200; do expect_in out.txt "^  $g "; done
+  run 0 "$fatpack" plan --gpu sm_90 p.fpk
+  expect_in out.txt "chosen +entry 2"
+  expect_in out.txt "rejected +entry 0"
+  ;;
+embed)
+  run 0 "$fatpack" pack -o e.fpk --name embedded_demo "${cubins[@]}"
+  cat > main.cpp <<'CPP'
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+struct record { std::uint32_t magic, version; const char* name; const unsigned char *begin, *end; };
+extern "C" const record __start_fatpack_registry[] __attribute__((weak, visibility("hidden")));
+extern "C" const record __stop_fatpack_registry[] __attribute__((weak, visibility("hidden")));
+static int registered = 0;
+extern "C" void fatpack_register_embedded(const void*) { ++registered; }
+int main() {
+  int n = 0;
+  for (const record* r = __start_fatpack_registry; r < __stop_fatpack_registry; ++r, ++n)
+    std::printf("%s %x %u %zu %d\n", r->name, r->magic, r->version, std::size_t(r->end - r->begin),
+                int(std::uintptr_t(r->begin) % 64));
+  std::printf("records %d registered %d\n", n, registered);
+}
+CPP
+  run 0 "$fatpack" embed -o e.cpp e.fpk
+  run 0 g++ -std=c++17 -O2 -fPIE -pie -Wl,--gc-sections main.cpp e.cpp -o app
+  run 0 ./app
+  expect_in out.txt "^embedded_demo 52504b46 1 $(stat -c %s e.fpk) 0$"
+  expect_in out.txt "records 1 registered 1"
+  # The tool finds the package inside the executable by its magic.
+  run 0 "$fatpack" inspect app
+  expect_in out.txt "package 'embedded_demo'"
+  run 0 "$fatpack" verify app
+  run 0 "$fatpack" extract -o fromapp --target sm_90 app
+  cmp fromapp/vadd.sm_90.cubin "$art/vadd.sm_90.cubin" || fail "cubin extracted from the executable differs"
+  # Assembler form.
+  run 0 "$fatpack" embed -o e.S --symbol other e.fpk
+  run 0 gcc -c e.S -o e_s.o
+  run 0 g++ -std=c++17 main.cpp e_s.o -o app_s
+  run 0 ./app_s
+  expect_in out.txt "records 1 registered 0"
+  # The generated file changes when the package changes (so dependent objects rebuild).
+  cp e.cpp e.before.cpp
+  run 0 "$fatpack" pack -o e.fpk --name embedded_demo "${cubins[0]}"
+  run 0 "$fatpack" embed -o e.cpp e.fpk
+  ! cmp -s e.cpp e.before.cpp || fail "embed output did not change with the package"
+  ;;
+verify_malformed)
+  n=0
+  for f in "$data"/malformed/*.fpk; do
+    n=$((n + 1))
+    base=$(basename "$f")
+    want=$(cat "${f%.fpk}.expect")
+    run 1 "$fatpack" verify "$f"
+    expect_in err.txt "^fatpack: error: $f.*$want"
+    [ "$(wc -l < err.txt)" = 1 ] || fail "$base: expected a one-line error, got: $(cat err.txt)"
+    run 1 "$fatpack" inspect "$f"
+  done
+  [ "$n" -ge 8 ] || fail "only $n malformed packages found in $data/malformed"
+  # Inputs that are not nvcc output.
+  : > empty.cubin
+  run 1 "$fatpack" pack -o out.fpk empty.cubin
+  expect_in err.txt "^fatpack: error: empty.cubin"
+  for f in "$data"/inputs/*; do
+    [ -e "$f" ] || continue
+    run 1 "$fatpack" pack -o out.fpk "$f"
+    expect_in err.txt "^fatpack: error: $f"
+  done
+  ;;
+no_partial_output)
+  head -c 300 "${cubins[2]}" > truncated.cubin
+  run 1 "$fatpack" pack -o out.fpk "${cubins[0]}" truncated.cubin
+  expect_in err.txt "^fatpack: error: truncated.cubin"
+  [ ! -e out.fpk ] || fail "out.fpk left behind"
+  [ -z "$(ls -A | grep -v -e truncated.cubin -e out.txt -e err.txt)" ] || fail "stray files: $(ls -A)"
+  run 1 "$fatpack" pack -o /nonexistent-dir/out.fpk "${cubins[0]}"
+  expect_in err.txt "^fatpack: error: /nonexistent-dir/out.fpk"
+  ;;
+unchanged_output)
+  run 0 "$fatpack" pack -o u.fpk "${cubins[@]}"
+  touch -d '2001-01-01' u.fpk
+  run 0 "$fatpack" pack -o u.fpk "${cubins[@]}"
+  [ "$(stat -c %Y u.fpk)" = "$(date -d 2001-01-01 +%s)" ] || fail "unchanged package was rewritten"
+  run 0 "$fatpack" pack -o u.fpk "${cubins[@]:0:2}"
+  [ "$(stat -c %Y u.fpk)" != "$(date -d 2001-01-01 +%s)" ] || fail "changed package was not rewritten"
+  ;;
+export_fatbin)
+  run 0 "$fatpack" pack -o x.fpk "${cubins[@]}" "$ptx" "$art/vadd.sm_90a.cubin"
+  run 0 "$fatpack" export-fatbin -o x.fatbin x.fpk
+  # Re-import: the same targets come back.
+  run 0 "$fatpack" pack -o back.fpk x.fatbin
+  run 0 "$fatpack" inspect --json back.fpk
+  json "t=sorted(e['target'] for e in d['packages'][0]['entries']); assert t==['compute_90','sm_75','sm_80','sm_90','sm_90a'], t"
+  cuobjdump=$(command -v cuobjdump || python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for d in site.getsitepackages() + [site.getusersitepackages()]:
+    for p in glob.glob(os.path.join(d, "nvidia", "**", "bin", "cuobjdump"), recursive=True):
+        print(p); raise SystemExit
+PY
+)
+  if [ -z "$cuobjdump" ]; then
+    echo "SKIPPED: cuobjdump not found (pip install nvidia-cuda-cuobjdump); the re-import check passed"
+    exit 77
+  fi
+  run 0 "$cuobjdump" --list-elf --list-ptx x.fatbin
+  for sm in sm_75 sm_80 sm_90 sm_90a; do expect_in out.txt "ELF file +[0-9]+: .*\.$sm\.cubin"; done
+  expect_in out.txt "PTX file +[0-9]+: .*\.sm_90\.ptx"
+  ;;
+inspect_json)
+  run 0 "$fatpack" pack -o j.fpk --codec zstd --name jn "${cubins[2]}" "$ptx"
+  run 0 "$fatpack" inspect --json j.fpk j.fpk
+  json "assert d['schema_version']==1 and len(d['packages'])==2"
+  json "p=d['packages'][0]; assert p['name']=='jn' and p['format_version']=='1.0'"
+  json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
+  json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
+  ;;
+*) fail "unknown case $case_name" ;;
+esac
+echo "PASS: $case_name"

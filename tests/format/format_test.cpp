@@ -1,0 +1,299 @@
+// Package format v1 (docs/format.md): writer -> reader round trips on real nvcc output, and a
+// reader that rejects every kind of damage with an error naming the field.
+#include "fatpack/core/package.hpp"
+#include "fatpack/core/package_writer.hpp"
+
+#include "../../core/src/package_layout.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+
+using namespace fatpack::core;
+
+namespace {
+
+std::vector<std::uint8_t> read_artifact(const std::string& name) {
+  std::ifstream f(std::string(FATPACK_TEST_ARTIFACTS) + "/" + name, std::ios::binary);
+  REQUIRE_MESSAGE(f.good(), "missing test artifact " << name);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+entry_input make_entry(const std::string& file, target t, ptx_isa isa = {}) {
+  entry_input e;
+  e.target = t;
+  e.ptx_isa = isa;
+  e.toolkit_version = 13000;
+  e.module_name = "vadd";
+  e.kernels = {"saxpy", "vadd"};
+  e.raw = read_artifact(file);
+  e.origin = file;
+  return e;
+}
+
+std::vector<entry_input> real_entries() {
+  return {make_entry("vadd.sm_75.cubin", {entry_kind::sass, 75, arch_variant::plain}),
+          make_entry("vadd.sm_80.cubin", {entry_kind::sass, 80, arch_variant::plain}),
+          make_entry("vadd.sm_90.cubin", {entry_kind::sass, 90, arch_variant::plain}),
+          make_entry("vadd.sm_90a.cubin", {entry_kind::sass, 90, arch_variant::arch_specific}),
+          make_entry("vadd.compute_90.ptx", {entry_kind::ptx, 90, arch_variant::plain}, {9, 0})};
+}
+
+std::vector<std::uint8_t> build(codec c) {
+  pack_options o;
+  o.codec = c;
+  o.block_size = c == codec::none ? 0 : 2048;  // small blocks: exercise multi-block entries
+  auto r = write_package("kernels", real_entries(), o);
+  REQUIRE(r);
+  return std::move(r).value();
+}
+
+// Rewrites the tables checksum after a deliberate edit, so a test reaches the check it targets.
+void reseal(std::vector<std::uint8_t>& pkg) {
+  using namespace layout;
+  const std::uint64_t end = get64(&pkg[h_string_offset]) + get64(&pkg[h_string_size]);
+  put64(&pkg[h_tables_xxh3], 0);
+  put64(&pkg[h_tables_xxh3], xxh3(byte_span(pkg.data(), std::size_t(end))));
+}
+
+error parse_error(const std::vector<std::uint8_t>& pkg) {
+  auto r = package_view::parse(byte_span(pkg), "bad.fpk");
+  REQUIRE_FALSE(r);
+  return r.err();
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("real nvcc output round-trips through every codec, byte for byte") {
+  const auto inputs = real_entries();
+  for (codec c : {codec::none, codec::lz4, codec::zstd}) {
+    CAPTURE(codec_name(c));
+    const auto pkg = build(c);
+    CHECK(pkg.size() % payload_alignment == 0);
+    auto pv = package_view::parse(byte_span(pkg), "kernels.fpk");
+    REQUIRE_MESSAGE(pv, pv.err().message);
+    CHECK(pv->name() == "kernels");
+    CHECK(pv->version_major() == 1);
+    CHECK(pv->total_size() == pkg.size());
+    REQUIRE(pv->entries().size() == inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const entry_info& e = pv->entries()[i];
+      CHECK(e.target == inputs[i].target);
+      CHECK(e.ptx_isa == inputs[i].ptx_isa);
+      CHECK(e.toolkit_version == 13000);
+      CHECK(e.module_name == "vadd");
+      REQUIRE(e.kernels.size() == 2);
+      CHECK(e.kernels[0] == "saxpy");
+      CHECK(e.kernels[1] == "vadd");
+      CHECK(e.payload_offset % payload_alignment == 0);
+      CHECK(e.codec == c);
+      auto raw = pv->decompress(i, 2);
+      REQUIRE_MESSAGE(raw, raw.err().message);
+      CHECK(*raw == inputs[i].raw);
+      if (c != codec::none) CHECK(e.stored_size < e.raw_size);
+    }
+    CHECK(pv->verify());
+  }
+}
+
+TEST_CASE("the writer is deterministic and refuses duplicates and empty names") {
+  CHECK(build(codec::lz4) == build(codec::lz4));
+  auto entries = real_entries();
+  entries.push_back(entries[0]);
+  auto dup = write_package("kernels", entries, {});
+  REQUIRE_FALSE(dup);
+  CHECK(contains(dup.err().message, "already has an entry for sm_75"));
+  CHECK_FALSE(write_package("", real_entries(), {}));
+  CHECK_FALSE(write_package("x", {}, {}));
+  // The same PTX target with two ISA versions is allowed: old drivers get the older one.
+  entries = real_entries();
+  entries.push_back(make_entry("vadd.compute_90.ptx", {entry_kind::ptx, 90, arch_variant::plain}, {8, 0}));
+  CHECK(write_package("kernels", entries, {}));
+}
+
+TEST_CASE("concatenated packages and packages embedded in other bytes are found") {
+  const auto a = build(codec::lz4);
+  auto b_entries = real_entries();
+  b_entries.resize(2);
+  auto b = write_package("second", b_entries, {});
+  REQUIRE(b);
+  std::vector<std::uint8_t> both = a;
+  both.insert(both.end(), b->begin(), b->end());
+  auto all = parse_packages(byte_span(both), "both.fpk");
+  REQUIRE_MESSAGE(all, all.err().message);
+  REQUIRE(all->size() == 2);
+  CHECK((*all)[0].name() == "kernels");
+  CHECK((*all)[1].name() == "second");
+  CHECK((*all)[1].entries().size() == 2);
+
+  // Embedded at an 8-byte aligned offset inside unrelated bytes, next to a decoy magic.
+  std::vector<std::uint8_t> host(4096, 0x90);
+  host.insert(host.end(), std::begin(package_magic), std::end(package_magic));  // decoy: no valid header
+  host.resize(8192, 0);
+  const std::size_t at = host.size();
+  host.insert(host.end(), a.begin(), a.end());
+  host.resize(host.size() + 100, 0xCC);
+  std::vector<error> skipped;
+  const auto found = find_embedded_packages(byte_span(host), &skipped);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == at);
+  CHECK(skipped.size() == 1);
+}
+
+TEST_CASE("damaged packages are rejected with an error naming the field") {
+  using namespace layout;
+  const auto good = build(codec::lz4);
+  const std::uint64_t e0 = header_size_v1;  // first entry record
+
+  SUBCASE("empty and short input") {
+    CHECK(parse_error({}).code == errc::truncated);
+    std::vector<std::uint8_t> tiny(good.begin(), good.begin() + 40);
+    CHECK(parse_error(tiny).code == errc::truncated);
+  }
+  SUBCASE("wrong magic") {
+    auto bad = good;
+    bad[1] = 'X';
+    CHECK(parse_error(bad).code == errc::bad_magic);
+  }
+  SUBCASE("unknown major version") {
+    auto bad = good;
+    put16(&bad[h_major], 2);
+    const error e = parse_error(bad);
+    CHECK(e.code == errc::unsupported_version);
+    CHECK(contains(e.message, "format version 2.0"));
+  }
+  SUBCASE("truncated package") {
+    std::vector<std::uint8_t> bad(good.begin(), good.end() - 64);
+    const error e = parse_error(bad);
+    CHECK(e.code == errc::truncated);
+    CHECK(contains(e.message, "total_size"));
+  }
+  SUBCASE("tables checksum") {
+    auto bad = good;
+    bad[e0 + e_arch] ^= 1;
+    const error e = parse_error(bad);
+    CHECK(e.code == errc::checksum);
+    CHECK(contains(e.message, "checksum"));
+  }
+  SUBCASE("payload offset past the end") {
+    auto bad = good;
+    put64(&bad[e0 + e_payload_offset], good.size() + 64 * 10);
+    reseal(bad);
+    const error e = parse_error(bad);
+    CHECK(e.code == errc::malformed);
+    CHECK(contains(e.message, "entry 0 (sm_75, module 'vadd')"));
+    CHECK(contains(e.message, "payload"));
+  }
+  SUBCASE("stored size past the end") {
+    auto bad = good;
+    put64(&bad[e0 + e_stored_size], ~std::uint64_t(0) - 8);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "stored_size"));
+  }
+  SUBCASE("misaligned payload") {
+    auto bad = good;
+    put64(&bad[e0 + e_payload_offset], get64(&bad[e0 + e_payload_offset]) + 8);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "aligned"));
+  }
+  SUBCASE("entry table past the end") {
+    auto bad = good;
+    put32(&bad[h_entry_count], 0x7fffffff);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "entry table"));
+  }
+  SUBCASE("string reference out of range") {
+    auto bad = good;
+    put32(&bad[e0 + e_module_offset], 1u << 30);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "module name"));
+  }
+  SUBCASE("unknown kind and codec") {
+    auto bad = good;
+    bad[e0 + e_kind] = 9;
+    reseal(bad);
+    CHECK(parse_error(bad).code == errc::unknown_kind);
+    bad = good;
+    bad[e0 + e_codec] = 7;
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "codec"));
+  }
+  SUBCASE("kernel count mismatch") {
+    auto bad = good;
+    put32(&bad[e0 + e_kernel_count], 3);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "kernel_count"));
+  }
+  SUBCASE("nonzero padding and reserved fields") {
+    auto bad = good;
+    bad[bad.size() - 1] = 1;  // trailing padding of the last payload
+    CHECK(contains(parse_error(bad).message, "padding"));
+    bad = good;
+    bad[e0 + 0x70] = 1;
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "reserved"));
+  }
+  SUBCASE("forged raw_size cannot force a huge allocation") {
+    auto bad = good;
+    put64(&bad[e0 + e_raw_size], std::uint64_t(1) << 40);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "raw_size"));
+  }
+  SUBCASE("payload damage is caught when the entry is read") {
+    auto bad = good;
+    auto pv = package_view::parse(byte_span(good), "x");
+    REQUIRE(pv);
+    bad[std::size_t(pv->entries()[2].payload_offset + 20)] ^= 0xFF;
+    auto pv2 = package_view::parse(byte_span(bad), "bad.fpk");
+    REQUIRE(pv2);  // tables are intact
+    auto raw = pv2->decompress(2);
+    REQUIRE_FALSE(raw);
+    CHECK(raw.err().code == errc::checksum);
+    CHECK(contains(raw.err().message, "bad.fpk: entry 2 (sm_90, module 'vadd')"));
+    CHECK_FALSE(pv2->verify());
+  }
+}
+
+TEST_CASE("a future minor version with larger records and unknown fields still reads") {
+  using namespace layout;
+  // Rebuild the package by hand with header_size 192 and entry_size 160, minor 3, junk in the new
+  // fields: what a v1.3 writer might produce.
+  const auto v10 = build(codec::lz4);
+  auto pv = package_view::parse(byte_span(v10), "v10");
+  REQUIRE(pv);
+  const std::uint32_t hs = 192, es = 160, n = std::uint32_t(pv->entries().size());
+  const std::uint64_t old_strings = get64(&v10[h_string_offset]), ssize = get64(&v10[h_string_size]);
+  const std::uint64_t new_strings = hs + std::uint64_t(es) * n;
+  const std::uint64_t shift = align_up(new_strings + ssize, 64) - align_up(old_strings + ssize, 64);
+  std::vector<std::uint8_t> v13(v10.size() + shift, 0);
+  std::memcpy(v13.data(), v10.data(), header_size_v1);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::memcpy(&v13[hs + i * es], &v10[header_size_v1 + i * entry_size_v1], entry_size_v1);
+    put64(&v13[hs + i * es + e_payload_offset], get64(&v10[header_size_v1 + i * entry_size_v1 + e_payload_offset]) + shift);
+    v13[hs + i * es + 150] = 0xAB;  // a field v1.0 does not know
+  }
+  std::memcpy(&v13[new_strings], &v10[old_strings], std::size_t(ssize));
+  const std::uint64_t old_payloads = align_up(old_strings + ssize, 64);
+  std::memcpy(&v13[old_payloads + shift], &v10[old_payloads], std::size_t(v10.size() - old_payloads));
+  put16(&v13[h_minor], 3);
+  put32(&v13[h_header_size], hs);
+  put64(&v13[h_total_size], v13.size());
+  put64(&v13[h_entry_offset], hs);
+  put32(&v13[h_entry_size], es);
+  put64(&v13[h_string_offset], new_strings);
+  put64(&v13[h_flags], 0x10);
+  v13[0x90] = 0xCD;  // a header field v1.0 does not know
+  reseal(v13);
+  auto r = package_view::parse(byte_span(v13), "v13.fpk");
+  REQUIRE_MESSAGE(r, r.err().message);
+  CHECK(r->version_minor() == 3);
+  CHECK(r->entries().size() == n);
+  CHECK(r->verify());
+  // The same bytes claiming to be v1.0 are rejected: reserved fields must be zero there.
+  put16(&v13[h_minor], 0);
+  reseal(v13);
+  CHECK_FALSE(package_view::parse(byte_span(v13), "v13.fpk"));
+}
