@@ -135,6 +135,9 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
     e.target.arch = get32(r + e_arch);
     if (e.target.arch < 10 || e.target.arch > 9999)
       return efail(errc::malformed, "arch " + std::to_string(e.target.arch) + " is out of range");
+    if (!string_ref(strings, get32(r + e_module_offset), get32(r + e_module_size), &e.module_name) ||
+        e.module_name.empty())
+      return efail(errc::malformed, "module name reference is out of range");
     const std::string where2 = e.describe();
     auto ffail = [&](errc code, const std::string& what) { return fail(code, where2 + ": " + what); };
     e.ptx_isa = {get16(r + e_isa_major), get16(r + e_isa_minor)};
@@ -166,9 +169,6 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
         return ffail(errc::malformed, "raw_size " + std::to_string(e.raw_size) + " needs " + std::to_string(blocks) +
                                           " blocks, more than stored_size " + std::to_string(e.stored_size) + " can hold");
     }
-    if (!string_ref(strings, get32(r + e_module_offset), get32(r + e_module_size), &e.module_name) ||
-        e.module_name.empty())
-      return ffail(errc::malformed, "module name reference is out of range");
     if (!string_ref(strings, get32(r + e_options_offset), get32(r + e_options_size), &e.options))
       return ffail(errc::malformed, "options reference is out of range");
     const std::uint32_t k_off = get32(r + e_kernels_offset), k_size = get32(r + e_kernels_size),

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   p = good; p[good.size() - 1] = 0x55;
   emit(dir, "nonzero_padding", p, "padding at the end of the package is not zero");
   p = good; put32(&p[e1 + e_module_offset], 0x40000000); reseal(p);
-  emit(dir, "string_out_of_range", p, "entry 1 \\(compute_90\\): module name reference is out of range");
+  emit(dir, "string_out_of_range", p, "entry 1: module name reference is out of range");
   // A block table that points past the payload, with the stored checksum made to match, so the
   // codec's own bounds check is what catches it.
   p = good;
