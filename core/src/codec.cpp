@@ -80,12 +80,13 @@ int default_level(codec c) noexcept {
 }
 
 std::uint32_t default_block_size(codec c) noexcept {
-  // lz4 decodes at ~4 GB/s per thread: 256 KiB blocks let a 1 MB cubin use 4 threads at almost no
-  // cost in ratio (LZ4's window is 64 KiB). zstd's ratio depends on long matches, so its blocks are
-  // larger; measured in bench/ (docs/benchmarks.md).
+  // lz4 decodes at ~4 GB/s per thread: 256 KiB blocks let a 1 MB cubin use 4 threads for 2% in
+  // size (LZ4's window is 64 KiB). zstd's ratio depends on long matches: on the 'mid' set, 1 MiB
+  // blocks gave 0.806x nvcc's compressed fatbin and 4 MiB blocks 0.785x (docs/benchmarks.md), so
+  // zstd blocks are 4 MiB and only very large entries are split.
   switch (c) {
     case codec::lz4: return 256u << 10;
-    case codec::zstd: return 1u << 20;
+    case codec::zstd: return 4u << 20;
     case codec::none: return 0;
   }
   return 0;

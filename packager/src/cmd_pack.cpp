@@ -16,7 +16,7 @@ void codec_options::add_to(CLI::App& cmd, bool with_level) {
   if (with_level)
     cmd.add_option("--level", level, "Compression level (default: lz4 12 = highest HC level, zstd 19)");
   cmd.add_option("--block-size", block_size,
-                 "Raw bytes per independently compressed block (default: lz4 262144, zstd 1048576)");
+                 "Raw bytes per independently compressed block (default: lz4 262144, zstd 4194304)");
 }
 
 std::string default_package_name(const std::string& output_path) {
