@@ -1,3 +1,5 @@
+// Names of error codes, as they appear in diagnostics and in the C API's error strings. They are
+// part of the interface (tests and scripts match on them): never rename one, only add.
 #include "fatpack/core/error.hpp"
 
 namespace fatpack::core {
@@ -15,6 +17,7 @@ const char* errc_name(errc code) noexcept {
     case errc::unsupported: return "unsupported";
     case errc::invalid_argument: return "invalid_argument";
   }
+  // A value outside the enum (e.g. cast from a corrupted integer): still a valid C string.
   return "unknown";
 }
 

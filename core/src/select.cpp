@@ -1,54 +1,172 @@
-// Selection (design.md §2, docs/selection.md): a pure function from (entries, device, driver,
-// policy) to an ordered list of candidates with reasons. NVIDIA's facts come from arch_table; this
-// file holds only the ranking.
+// Selection (design.md §2, docs/selection.md): which entry of a module a device loads, as a pure
+// function of (entries, device, driver version, policy) -> candidates, each with a one-sentence
+// reason. The runtime, `fatpack plan` and FATPACK_LOG=info all call this, so the tool predicts
+// exactly what the product does.
+//
+// NVIDIA's facts (families, PTX ISA per driver) come from arch_table; this file holds only the
+// rules and the ranking. Each entry is judged on its own, in this order:
+//   1. LTO-IR: never loadable in format v1.
+//   2. architecture: SASS sm_XY on CC X.Z with Z >= Y (Tegra: exact CC only); PTX compute_XY on
+//      CC >= X.Y; `a` on the exact CC only; `f` on the family's members only.
+//   3. policy: force_ptx refuses SASS, sass_only refuses PTX.
+//   4. PTX ISA: refused when newer than the driver accepts (not checked when the driver is unknown).
+// Survivors are ranked (SASS before PTX; see rank_of) and the loader tries them in that order,
+// falling back along it when the driver refuses one anyway.
 #include "fatpack/core/select.hpp"
 
 #include "fatpack/core/arch_table.hpp"
 
 #include <algorithm>
-#include <tuple>
+#include <array>
 
 namespace fatpack::core {
 namespace {
 
 std::string cc(std::uint32_t arch) { return std::to_string(arch / 10) + "." + std::to_string(arch % 10); }
 
-int variant_rank(arch_variant v) {  // higher is better at the same arch: a > f > plain
-  return v == arch_variant::arch_specific ? 2 : v == arch_variant::family ? 1 : 0;
+std::string cc_list(const std::vector<std::uint32_t>& archs) {
+  std::string s;
+  for (std::uint32_t a : archs) s += (s.empty() ? "" : ", ") + cc(a);
+  return s;
 }
 
-// Can this target's code run on the device, ignoring the PTX ISA and policy? If not, why not.
-bool arch_fits(const target& t, const device_desc& dev, std::string* why) {
-  const std::string name = t.str();
-  const std::string what = t.kind == entry_kind::sass ? " SASS" : " PTX";
-  if (t.variant == arch_variant::arch_specific) {
-    if (t.arch == dev.arch) return true;
-    *why = name + what + " runs only on CC " + cc(t.arch) + " exactly (arch-specific); the device is CC " + cc(dev.arch);
-    return false;
+const char* kind_word(entry_kind k) {
+  switch (k) {
+    case entry_kind::sass: return "SASS";
+    case entry_kind::ptx: return "PTX";
+    case entry_kind::ltoir: return "LTO-IR";
   }
-  if (t.variant == arch_variant::family) {
-    if (family_contains(t.arch, dev.arch)) return true;
-    *why = name + what + " runs only on members of the " + std::to_string(t.arch) +
-           "f family; CC " + cc(dev.arch) + " is not one";
-    return false;
+  return "?";
+}
+
+int variant_rank(arch_variant v) {  // at the same arch: a > f > plain (the driver prefers `a` too)
+  switch (v) {
+    case arch_variant::arch_specific: return 2;
+    case arch_variant::family: return 1;
+    case arch_variant::plain: return 0;
   }
+  return 0;
+}
+
+std::string device_text(const device_desc& dev) {
+  return "the device is CC " + cc(dev.arch) + (dev.tegra ? " (Tegra)" : "");
+}
+
+// Why target t cannot run on dev by NVIDIA's architecture rules; empty when it can. Ignores the
+// PTX ISA and the policy (later checks).
+std::string arch_refusal(const target& t, const device_desc& dev) {
+  const std::string what = t.str() + " " + kind_word(t.kind);
+  switch (t.variant) {
+    case arch_variant::arch_specific:
+      if (t.arch == dev.arch) return {};
+      return what + " runs only on CC " + cc(t.arch) + " exactly; " + device_text(dev);
+    case arch_variant::family:
+      if (family_contains(t.arch, dev.arch)) return {};
+      return what + " runs only on the " + std::to_string(t.arch) + "f family (CC " + cc_list(family_members(t.arch)) +
+             "); " + device_text(dev);
+    case arch_variant::plain:
+      break;
+  }
+  if (t.kind == entry_kind::ptx) {
+    if (t.arch <= dev.arch) return {};
+    return what + " needs CC " + cc(t.arch) + " or newer; " + device_text(dev);
+  }
+  // Plain SASS.
+  if (dev.tegra) {
+    // "Binary compatibility is supported only for the desktop. It is not supported for Tegra."
+    if (t.arch == dev.arch) return {};
+    return what + " runs only on CC " + cc(t.arch) + " exactly on Tegra (no minor-version compatibility); " +
+           device_text(dev);
+  }
+  const std::string major = std::to_string(t.major());
+  if (t.major() != dev.arch / 10) return what + " runs only on CC " + major + ".x; " + device_text(dev);
+  if (t.minor() > dev.arch % 10)
+    return what + " needs CC " + cc(t.arch) + " or a higher " + major + ".x minor; " + device_text(dev);
+  return {};
+}
+
+// Compared lexicographically, larger is better; std::stable_sort keeps entry order for ties.
+//   [0] SASS before PTX
+//   [1] SASS for the exact CC first, [2] and there a > f > plain
+//   [3] then the highest arch (SASS: the highest lower minor; PTX: the highest compute_XY)
+//   [4] at the same arch a > f > plain
+//   [5..6] at the same PTX target, the newest ISA (older ISAs stay behind it as fallbacks)
+using rank_key = std::array<int, 7>;
+
+rank_key rank_of(const entry_desc& e, const device_desc& dev) {
+  const target& t = e.target;
+  const int v = variant_rank(t.variant);
   if (t.kind == entry_kind::sass) {
-    if (dev.tegra) {
-      if (t.arch == dev.arch) return true;
-      *why = name + " SASS runs only on CC " + cc(t.arch) + " on Tegra (no minor-version compatibility); the device is CC " +
-             cc(dev.arch);
-      return false;
-    }
-    if (t.major() == dev.arch / 10 && t.minor() <= dev.arch % 10) return true;
-    if (t.major() != dev.arch / 10)
-      *why = name + " SASS runs only on CC " + std::to_string(t.major()) + ".x; the device is CC " + cc(dev.arch);
-    else
-      *why = name + " SASS needs CC " + cc(t.arch) + " or a higher minor; the device is CC " + cc(dev.arch);
-    return false;
+    const bool exact = t.arch == dev.arch;
+    return {1, exact ? 1 : 0, exact ? v : 0, int(t.arch), v, 0, 0};
   }
-  if (t.arch <= dev.arch) return true;
-  *why = name + " PTX needs CC " + cc(t.arch) + " or newer; the device is CC " + cc(dev.arch);
-  return false;
+  return {0, 0, 0, int(t.arch), v, int(e.ptx_isa.major), int(e.ptx_isa.minor)};
+}
+
+// Why an entry with rank `lower` comes after the chosen one (rank `best`): the first rule that
+// separates them.
+const char* rank_rule(const rank_key& best, const rank_key& lower) {
+  std::size_t i = 0;
+  while (i < best.size() && best[i] == lower[i]) ++i;
+  const bool sass = best[0] == 1;
+  switch (i) {
+    case 0: return "SASS loads without JIT, so it ranks before PTX";
+    case 1: return "SASS for the exact CC ranks first";
+    case 2: return "at the exact CC, a SASS ranks before f before plain";
+    case 3: return sass ? "the highest compatible minor ranks first" : "the highest PTX arch ranks first";
+    case 4: return sass ? "at the same arch, f SASS ranks before plain" : "at the same arch, a PTX ranks before f before plain";
+    case 5:
+    case 6: return "the newest PTX ISA ranks first; older ones stay as fallbacks";
+    default: return "same rank, the earlier entry ranks first";
+  }
+}
+
+// How reasons name an entry another reason refers to: "sm_89", "compute_90 (ISA 9.0)".
+std::string entry_name(const entry_desc& e) {
+  std::string s = e.target.str();
+  if (e.target.kind == entry_kind::ptx && e.ptx_isa.known()) s += " (ISA " + e.ptx_isa.str() + ")";
+  return s;
+}
+
+struct driver_facts {
+  int version = 0;     // cuDriverGetVersion format, 0 = unknown
+  ptx_isa max_isa;     // {0,0} when unknown
+  bool isa_checked() const { return version > 0 && max_isa.known(); }
+  // "9.0", or "9.5, extrapolated: ..." for a driver newer than arch_table knows (see there): the
+  // user should know when the limit is an assumption.
+  std::string limit() const {
+    const bool assumed = version > ptx_isa_table().back().cuda_version;
+    return max_isa.str() + (assumed ? ", extrapolated for a driver newer than fatpack's table" : "");
+  }
+  std::string text() const {  // for the nothing-fits paragraph
+    if (isa_checked()) return "a CUDA " + cuda_version_str(version) + " driver (PTX ISA up to " + limit() + ")";
+    if (version > 0) return "a CUDA " + cuda_version_str(version) + " driver (PTX ISA limit unknown, not checked)";
+    return "an unknown driver (PTX ISA not checked)";
+  }
+};
+
+std::string usable_reason(const entry_desc& e, const device_desc& dev, const driver_facts& drv) {
+  const target& t = e.target;
+  if (t.kind == entry_kind::sass) {
+    if (t.arch == dev.arch) {
+      const char* flavour = t.variant == arch_variant::arch_specific ? "arch-specific "
+                            : t.variant == arch_variant::family      ? "family-specific "
+                                                                     : "";
+      return std::string("exact ") + flavour + "SASS for CC " + cc(dev.arch);
+    }
+    if (t.variant == arch_variant::family)
+      return t.str() + " SASS runs on CC " + cc(dev.arch) + " (a member of the " + std::to_string(t.arch) + "f family)";
+    return t.str() + " SASS runs on CC " + cc(dev.arch) + " (same major, lower minor)";
+  }
+  std::string s = t.str() + " PTX (ISA " + (e.ptx_isa.known() ? e.ptx_isa.str() : std::string("unknown")) +
+                  ") JIT-compiles for CC " + cc(dev.arch);
+  if (drv.isa_checked() && e.ptx_isa.known())
+    s += "; the CUDA " + cuda_version_str(drv.version) + " driver accepts up to ISA " + drv.limit();
+  else if (drv.version <= 0)
+    s += "; driver version unknown, PTX ISA not checked";
+  else
+    s += "; PTX ISA not checked";
+  return s;
 }
 
 }  // namespace
@@ -72,85 +190,72 @@ const char* verdict_name(verdict v) noexcept {
 }
 
 selection select(const std::vector<entry_desc>& entries, device_desc device, int driver_version, policy p) {
-  const ptx_isa max_isa = max_ptx_isa_for_driver(driver_version);
-  struct scored {
+  driver_facts drv;
+  drv.version = driver_version > 0 ? driver_version : 0;
+  drv.max_isa = max_ptx_isa_for_driver(drv.version);
+
+  struct ranked {
     std::size_t entry;
-    std::tuple<int, int, int, int, int, int> key;  // compared descending
-    std::string reason;
+    rank_key key;
   };
-  std::vector<scored> usable;
+  std::vector<ranked> usable;
   std::vector<candidate> rejected;
 
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const entry_desc& e = entries[i];
     const target& t = e.target;
-    std::string why;
+    auto reject = [&](std::string why) { rejected.push_back({i, verdict::rejected, std::move(why)}); };
+
     if (t.kind == entry_kind::ltoir) {
-      rejected.push_back({i, verdict::rejected, t.str() + ": LTO-IR is reserved in format v1 and cannot be loaded"});
+      reject(t.str() + " LTO-IR is reserved in format v1 and cannot be loaded");
       continue;
     }
-    if (!arch_fits(t, device, &why)) {
-      rejected.push_back({i, verdict::rejected, why});
+    if (std::string why = arch_refusal(t, device); !why.empty()) {
+      reject(std::move(why));
       continue;
     }
     if (t.kind == entry_kind::sass && p == policy::force_ptx) {
-      rejected.push_back({i, verdict::rejected, t.str() + " SASS would run, but policy force_ptx loads PTX only"});
+      reject(t.str() + " SASS fits CC " + cc(device.arch) + ", but policy force_ptx loads only PTX");
       continue;
     }
     if (t.kind == entry_kind::ptx && p == policy::sass_only) {
-      rejected.push_back({i, verdict::rejected, t.str() + " PTX would JIT, but policy sass_only never JIT-compiles"});
+      reject(t.str() + " PTX fits CC " + cc(device.arch) + ", but policy sass_only never JIT-compiles");
       continue;
     }
-    if (t.kind == entry_kind::ptx && driver_version > 0 && max_isa < e.ptx_isa) {
-      rejected.push_back({i, verdict::rejected,
-                          t.str() + " PTX ISA " + e.ptx_isa.str() + " needs a CUDA " +
-                              cuda_version_str(min_driver_for_ptx_isa(e.ptx_isa)) + " driver; the driver is CUDA " +
-                              cuda_version_str(driver_version) + " (accepts up to ISA " + max_isa.str() + ")"});
+    if (t.kind == entry_kind::ptx && drv.isa_checked() && e.ptx_isa.known() && drv.max_isa < e.ptx_isa) {
+      reject(t.str() + " PTX ISA " + e.ptx_isa.str() + " needs a CUDA " +
+             cuda_version_str(min_driver_for_ptx_isa(e.ptx_isa)) + " driver; the driver is CUDA " +
+             cuda_version_str(drv.version) + " (accepts up to ISA " + drv.limit() + ")");
       continue;
     }
-    scored s;
-    s.entry = i;
-    if (t.kind == entry_kind::sass) {
-      const bool exact = t.arch == device.arch;
-      // SASS first; exact arch first; then a > f > plain; then the highest minor.
-      s.key = {1, exact ? 1 : 0, exact ? variant_rank(t.variant) : 0, int(t.arch), variant_rank(t.variant), 0};
-      if (exact)
-        s.reason = std::string(t.variant == arch_variant::arch_specific ? "arch-specific"
-                               : t.variant == arch_variant::family     ? "family-specific"
-                                                                       : "exact") +
-                   " SASS for CC " + cc(device.arch) + ": loads without JIT";
-      else if (t.variant == arch_variant::family)
-        s.reason = t.str() + " SASS runs on CC " + cc(device.arch) + " (family member): loads without JIT";
-      else
-        s.reason = t.str() + " SASS runs on CC " + cc(device.arch) + " (same major, lower minor): loads without JIT";
-    } else {
-      s.key = {0, int(t.arch), variant_rank(t.variant), int(e.ptx_isa.major), int(e.ptx_isa.minor), 0};
-      s.reason = t.str() + " PTX (ISA " + e.ptx_isa.str() + ") JIT-compiles for CC " + cc(device.arch) +
-                 (driver_version > 0 ? " on this driver (accepts up to ISA " + max_isa.str() + ")"
-                                     : " (driver unknown: PTX ISA not checked)");
-    }
-    usable.push_back(std::move(s));
+    usable.push_back({i, rank_of(e, device)});
   }
-  // Stable: ties keep entry order.
-  std::stable_sort(usable.begin(), usable.end(), [](const scored& a, const scored& b) { return a.key > b.key; });
+  std::stable_sort(usable.begin(), usable.end(), [](const ranked& a, const ranked& b) { return a.key > b.key; });
 
   selection out;
+  out.candidates.reserve(entries.size());
   for (std::size_t r = 0; r < usable.size(); ++r) {
-    candidate c{usable[r].entry, r == 0 ? verdict::chosen : verdict::usable, usable[r].reason};
-    if (r > 0) c.reason = "usable, ranked below " + entries[usable[0].entry].target.str() + ": " + c.reason;
-    out.candidates.push_back(std::move(c));
+    const entry_desc& e = entries[usable[r].entry];
+    std::string reason = usable_reason(e, device, drv);
+    if (r > 0)
+      reason += "; ranked below " + entry_name(entries[usable[0].entry]) + ": " + rank_rule(usable[0].key, usable[r].key);
+    out.candidates.push_back({usable[r].entry, r == 0 ? verdict::chosen : verdict::usable, std::move(reason)});
   }
   if (!usable.empty()) out.chosen = usable.front().entry;
   for (auto& c : rejected) out.candidates.push_back(std::move(c));
+
   if (!out.chosen) {
-    std::string s = "no entry can run on a CC " + cc(device.arch) + (device.tegra ? " Tegra" : "") + " device with " +
-                    (driver_version > 0 ? "a CUDA " + cuda_version_str(driver_version) +
-                                              " driver (PTX ISA up to " + max_isa.str() + ")"
-                                        : std::string("an unknown driver")) +
-                    ", policy " + policy_name(p) + ".";
-    if (entries.empty()) s += " The module has no entries.";
-    for (const auto& c : out.candidates) s += " Entry " + std::to_string(c.entry) + ": " + c.reason + ".";
-    out.nothing_fits = s;
+    // Entries are named by their reasons, which all start with the target ("sm_80 SASS ..."), not by
+    // index: callers select over one module's entries, whose indices differ from the package's.
+    std::string s = "no entry can run on CC " + cc(device.arch) + (device.tegra ? " (Tegra)" : "") + " with " +
+                    drv.text() + " under policy " + policy_name(p);
+    if (entries.empty()) {
+      s += ": the module has no entries.";
+    } else {
+      s += " (" + std::to_string(entries.size()) + (entries.size() == 1 ? " entry" : " entries") + "):";
+      for (const auto& c : out.candidates) s += " " + c.reason + ".";
+    }
+    out.nothing_fits = std::move(s);
   }
   return out;
 }

@@ -1,10 +1,33 @@
-// Target and version spellings: nvcc's (sm_90a, compute_120f, lto_90) and CUDA's (13.0 = 13000).
+// Target and version spellings: nvcc's (sm_90, sm_90a, sm_100f, compute_120f, lto_90) and CUDA's
+// version numbers (cuDriverGetVersion's 13000 = "13.0").
+//
+// Policy: parsing is strict, so that a typo on a command line or in a build file is an error that
+// names the text instead of a silently different target. str() and parse() round-trip exactly:
+// there is one spelling per target (no leading zeros, lower-case suffix).
 #include "fatpack/core/target.hpp"
 
-#include <cctype>
 #include <string>
+#include <utility>
 
 namespace fatpack::core {
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// A decimal number of 1..max_digits digits without a leading zero (except "0" itself when
+// allow_zero). No std::stoul: it accepts signs and spaces and throws on overflow.
+bool parse_small_uint(std::string_view s, std::size_t max_digits, bool allow_zero, std::uint32_t* out) {
+  if (s.empty() || s.size() > max_digits) return false;
+  for (char c : s)
+    if (!is_digit(c)) return false;
+  if (s[0] == '0' && !(allow_zero && s.size() == 1)) return false;
+  std::uint32_t v = 0;
+  for (char c : s) v = v * 10 + std::uint32_t(c - '0');
+  *out = v;
+  return true;
+}
+
+}  // namespace
 
 const char* kind_name(entry_kind k) noexcept {
   switch (k) {
@@ -24,56 +47,66 @@ std::string target::str() const {
 }
 
 result<target> target::parse(std::string_view text) {
-  auto bad = [&] {
-    return make_error(errc::invalid_argument, "invalid target '" + std::string(text) +
-                                                  "' (expected e.g. sm_90, sm_90a, sm_100f, compute_90, lto_90)");
+  auto bad = [&](const std::string& why) {
+    return make_error(errc::invalid_argument,
+                      "invalid target '" + std::string(text) + "': " + why +
+                          " (expected sm_XY, compute_XY or lto_XY with an optional a or f suffix, e.g. sm_90, sm_90a, "
+                          "sm_100f, compute_120f, lto_90)");
   };
   target t;
   std::string_view rest;
-  for (auto [prefix, kind] : {std::pair<std::string_view, entry_kind>{"sm_", entry_kind::sass},
-                              {"compute_", entry_kind::ptx},
-                              {"lto_", entry_kind::ltoir}}) {
+  bool matched = false;
+  for (const auto& [prefix, kind] : {std::pair<std::string_view, entry_kind>{"sm_", entry_kind::sass},
+                                     {"compute_", entry_kind::ptx},
+                                     {"lto_", entry_kind::ltoir}}) {
     if (text.substr(0, prefix.size()) == prefix) {
       t.kind = kind;
       rest = text.substr(prefix.size());
+      matched = true;
       break;
     }
   }
-  if (rest.empty()) return bad();
-  std::size_t digits = 0;
-  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
-  if (digits < 2 || digits > 4) return bad();
-  const std::string_view suffix = rest.substr(digits);
-  if (suffix == "a") t.variant = arch_variant::arch_specific;
-  else if (suffix == "f") t.variant = arch_variant::family;
-  else if (!suffix.empty()) return bad();
-  t.arch = std::uint32_t(std::stoul(std::string(rest.substr(0, digits))));
-  if (t.arch < 10) return bad();
+  if (!matched) return bad("unknown prefix");
+  if (rest.empty()) return bad("no architecture number");
+
+  std::string_view number = rest;
+  if (rest.back() == 'a' || rest.back() == 'f') {
+    t.variant = rest.back() == 'a' ? arch_variant::arch_specific : arch_variant::family;
+    number = rest.substr(0, rest.size() - 1);
+  }
+  // Two or three digits: major*10+minor with a major of 1..99 (sm_75 ... sm_121, sm_200).
+  if (number.size() < 2 || !parse_small_uint(number, 3, false, &t.arch)) return bad("not an architecture number");
+  // nvcc has arch-specific targets from sm_90a and family targets from sm_100f on; anything older
+  // does not exist and is a typo.
+  if (t.variant == arch_variant::arch_specific && t.arch < 90)
+    return bad("arch-specific (a) targets start at 90");
+  if (t.variant == arch_variant::family && t.arch < 100) return bad("family (f) targets start at 100");
   return t;
 }
 
 std::string ptx_isa::str() const { return std::to_string(major) + "." + std::to_string(minor); }
 
 std::string cuda_version_str(int version) {
+  if (version <= 0) return "unknown";
+  // cuDriverGetVersion: 1000*major + 10*minor.
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
 result<int> parse_cuda_version(std::string_view text) {
   auto bad = [&] {
-    return make_error(errc::invalid_argument, "invalid CUDA version '" + std::string(text) + "' (expected e.g. 12.4 or 13.0)");
+    return make_error(errc::invalid_argument,
+                      "invalid CUDA version '" + std::string(text) + "' (expected MAJOR or MAJOR.MINOR, e.g. 12.4 or 13.0)");
   };
-  const auto dot = text.find('.');
-  const std::string_view maj = text.substr(0, dot), min = dot == std::string_view::npos ? "0" : text.substr(dot + 1);
-  auto all_digits = [](std::string_view s) {
-    if (s.empty() || s.size() > 2) return false;
-    for (char c : s)
-      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-    return true;
-  };
-  if (!all_digits(maj) || !all_digits(min)) return bad();
-  const int major = std::stoi(std::string(maj)), minor = std::stoi(std::string(min));
-  if (major < 1 || minor > 9) return bad();
-  return major * 1000 + minor * 10;
+  const std::size_t dot = text.find('.');
+  const std::string_view maj = text.substr(0, dot);
+  std::uint32_t major = 0, minor = 0;
+  if (!parse_small_uint(maj, 2, false, &major)) return bad();
+  if (dot != std::string_view::npos) {
+    const std::string_view min = text.substr(dot + 1);
+    // Minor 0..99: the encoding has room for two digits (12.10 would be 12100).
+    if (!parse_small_uint(min, 2, true, &minor)) return bad();
+  }
+  return int(major * 1000 + minor * 10);
 }
 
 }  // namespace fatpack::core

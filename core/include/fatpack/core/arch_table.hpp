@@ -20,11 +20,22 @@ bool is_known_arch(std::uint32_t arch);
 // Family targets: does an `f` target for `family_arch` (100 for sm_100f) run on a device with
 // compute capability `device_arch` (103 for CC 10.3)? From the Programming Guide's Table 28.
 bool family_contains(std::uint32_t family_arch, std::uint32_t device_arch);
+// The devices an `f` target for `family_arch` runs on, lowest first ({100, 103, 107} for 100). A
+// family the table does not know yields just {family_arch}.
+std::vector<std::uint32_t> family_members(std::uint32_t family_arch);
 
 // Highest PTX ISA a driver of this CUDA version accepts (13000 -> 9.0). For drivers newer than
 // the table knows, the rule ISA 9.x <-> CUDA 13.x is extended; version 0 (unknown) returns {0,0}.
 ptx_isa max_ptx_isa_for_driver(int cuda_version);
 // Lowest CUDA (driver) version that accepts this PTX ISA (9.0 -> 13000).
 int min_driver_for_ptx_isa(ptx_isa isa);
+
+// NVIDIA's table itself (PTX ISA release notes), oldest first: each ISA with the first CUDA
+// version that accepts it. For docs and tests; the functions above are what code should use.
+struct ptx_isa_row {
+  ptx_isa isa;
+  int cuda_version;
+};
+const std::vector<ptx_isa_row>& ptx_isa_table();
 
 }  // namespace fatpack::core

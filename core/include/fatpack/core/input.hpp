@@ -21,7 +21,14 @@ input_kind detect_input(byte_span bytes);
 
 struct cubin_info {
   core::target target;               // kind sass; arch from e_flags; variant from .nv.compat / flags
-  std::vector<std::string> kernels;  // entry functions from the ELF symbol table
+  std::vector<std::string> kernels;  // entry functions, in symbol-table order
+  // Toolkit that built it, from the ptxas/nvlink note (.note.nv.tkinfo "release 13.0" -> 13000);
+  // 0 when the note is absent.
+  std::uint32_t toolkit_version = 0;
+  std::uint8_t abi_version = 0;             // EI_ABIVERSION (8 for CUDA 12.8+ cubins)
+  std::uint64_t image_size = 0;             // bytes the ELF spans (headers, sections, tables)
+  std::vector<std::uint8_t> nv_compat;      // the .nv.compat section (empty if none); write_fatbin
+                                            // copies it into sm_100+ entry headers as fatbinary does
 };
 // Validates the ELF structure it reads (every offset checked); `source` names it in errors.
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
@@ -29,7 +36,10 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
 struct ptx_info {
   core::target target;   // kind ptx: ".target sm_90a" -> compute_90a
   core::ptx_isa isa;     // ".version 9.0"
-  std::vector<std::string> kernels;  // names of `.entry` functions
+  std::vector<std::string> kernels;  // names of `.entry` functions, in order
+  // From nvcc's header comment "// Cuda compilation tools, release 13.0, ..." (13000); 0 when
+  // absent (fatbinary strips comments from the PTX it embeds).
+  std::uint32_t toolkit_version = 0;
 };
 result<ptx_info> parse_ptx(byte_span bytes, std::string_view source);
 
