@@ -38,14 +38,22 @@ core::result<std::vector<core::target>> parse_arch_list(const std::string& list,
   if (!item.empty()) items.push_back(item);
   if (items.empty()) return core::make_error(core::errc::invalid_argument, "empty architecture list");
   if (nvcc_archs.empty()) return core::make_error(core::errc::invalid_argument, "nvcc reported no architectures");
-  const std::uint32_t highest = *std::max_element(nvcc_archs.begin(), nvcc_archs.end());
+  // Like nvcc -arch=all / all-major: PTX for the highest X0 architecture (compute_120, not 121),
+  // and all-major includes the oldest architecture even when it is not an X0 one (sm_75).
+  std::uint32_t highest_major = 0;
+  for (auto a : nvcc_archs)
+    if (a % 10 == 0) highest_major = std::max(highest_major, a);
+  if (highest_major == 0) highest_major = *std::max_element(nvcc_archs.begin(), nvcc_archs.end());
+  const std::uint32_t lowest = *std::min_element(nvcc_archs.begin(), nvcc_archs.end());
 
   static const std::regex item_re(R"(^([0-9]+)([af]?)(-real|-virtual)?$)");
   for (const auto& it : items) {
     if (it == "all" || it == "all-major") {
-      for (auto a : nvcc_archs)
-        if (it == "all" || a % 10 == 0) add_unique(out, {core::entry_kind::sass, a, core::arch_variant::plain});
-      add_unique(out, {core::entry_kind::ptx, highest, core::arch_variant::plain});
+      std::vector<std::uint32_t> sorted = nvcc_archs;
+      std::sort(sorted.begin(), sorted.end());
+      for (auto a : sorted)
+        if (it == "all" || a % 10 == 0 || a == lowest) add_unique(out, {core::entry_kind::sass, a, core::arch_variant::plain});
+      add_unique(out, {core::entry_kind::ptx, highest_major, core::arch_variant::plain});
       continue;
     }
     if (it == "native")

@@ -1,8 +1,8 @@
 // CMake's CUDA_ARCHITECTURES syntax, as `fatpack build --arch` and the CMake macro accept it:
 //   75-real      SASS sm_75            90-virtual   PTX compute_90
 //   90           both                  90a-real     SASS sm_90a (a/f suffixes as nvcc spells them)
-//   all          SASS for every arch `nvcc --list-gpu-code` prints + PTX for the highest
-//   all-major    SASS for every X0 arch in that list + PTX for the highest
+//   all          SASS for every arch `nvcc --list-gpu-code` prints + PTX for the highest X0 arch
+//   all-major    SASS for the oldest and every X0 arch in that list + that PTX (as nvcc does)
 // Items are separated by commas, semicolons or spaces.
 #pragma once
 
