@@ -24,7 +24,7 @@ fi
 
 # cuobjdump (tests cross-check exported fatbins with it) is not part of every toolkit install; the
 # PyPI package nvidia-cuda-cuobjdump carries it. Optional: the test that needs it says when it skips.
-if ! command -v cuobjdump >/dev/null && ! python3 -c "import nvidia.cuda_cuobjdump" 2>/dev/null; then
+if ! command -v cuobjdump >/dev/null && [ -z "$(python3 -c "import glob,site; print(*[p for d in site.getsitepackages() for p in glob.glob(d+'/nvidia/*/bin/cuobjdump')])" 2>/dev/null)" ]; then
   python3 -m pip install -q nvidia-cuda-cuobjdump 2>/dev/null ||
     python3 -m pip install -q --break-system-packages nvidia-cuda-cuobjdump 2>/dev/null ||
     echo "install-deps: could not install cuobjdump from PyPI; its test will be skipped" >&2

@@ -1,0 +1,677 @@
+// Input detection and import (core/src/{cubin,ptx,fatbin_reader,input}.cpp) and the fatbin writer
+// (fatbin_writer.cpp), on real nvcc 13.0 / fatbinary output (FATPACK_TEST_ARTIFACTS, built by
+// tests/CMakeLists.txt and tests/inputs/CMakeLists.txt) and on the small malformed files in
+// tests/data/inputs (tests/inputs/gen_malformed_inputs.cpp).
+#include "fatpack/core/input.hpp"
+#include "fatpack/core/package.hpp"
+
+#include <doctest/doctest.h>
+
+#include <lz4frame.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+using namespace fatpack::core;
+
+namespace {
+
+using bytes = std::vector<std::uint8_t>;
+
+bytes read_path(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE_MESSAGE(f.good(), "missing test file " << path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+// Artifacts from tests/CMakeLists.txt ("vadd.sm_90.cubin") or from tests/inputs ("inputs/...").
+bytes art(const std::string& name) { return read_path(std::string(FATPACK_TEST_ARTIFACTS) + "/" + name); }
+bytes data(const std::string& name) { return read_path(std::string(FATPACK_TEST_DATA) + "/inputs/" + name); }
+bytes text(const std::string& s) { return bytes(s.begin(), s.end()); }
+
+target sass(std::uint32_t arch, arch_variant v = arch_variant::plain) { return {entry_kind::sass, arch, v}; }
+target ptx(std::uint32_t arch, arch_variant v = arch_variant::plain) { return {entry_kind::ptx, arch, v}; }
+constexpr arch_variant A = arch_variant::arch_specific;
+constexpr arch_variant F = arch_variant::family;
+
+std::set<std::string> as_set(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+const std::set<std::string> vadd_kernels = {"vadd", "saxpy"};
+
+std::uint32_t rd32(const bytes& b, std::size_t o) {
+  return std::uint32_t(b[o]) | std::uint32_t(b[o + 1]) << 8 | std::uint32_t(b[o + 2]) << 16 | std::uint32_t(b[o + 3]) << 24;
+}
+std::uint64_t rd64(const bytes& b, std::size_t o) { return rd32(b, o) | std::uint64_t(rd32(b, o + 4)) << 32; }
+void wr64(bytes& b, std::size_t o, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) b[o + std::size_t(i)] = std::uint8_t(v >> (8 * i));
+}
+
+// Splits an uncompressed single-container fatbin into (header, payload) per entry.
+struct raw_entry {
+  bytes header, payload;
+};
+std::vector<raw_entry> split_fatbin(const bytes& fb) {
+  std::vector<raw_entry> out;
+  REQUIRE(fb.size() >= 16);
+  const std::size_t end = 16 + std::size_t(rd64(fb, 8));
+  REQUIRE(end == fb.size());
+  std::size_t e = 16;
+  while (e < end) {
+    const std::size_t hs = rd32(fb, e + 4), pad = std::size_t(rd64(fb, e + 8));
+    REQUIRE(e + hs + pad <= end);
+    out.push_back({bytes(fb.begin() + long(e), fb.begin() + long(e + hs)),
+                   bytes(fb.begin() + long(e + hs), fb.begin() + long(e + hs + pad))});
+    e += hs + pad;
+  }
+  return out;
+}
+
+error import_error(const bytes& b, const std::string& source = "x.bin") {
+  auto r = import_input(byte_span(b), source, "m");
+  REQUIRE_FALSE(r.has_value());
+  return r.err();
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+// ---- detection ---------------------------------------------------------------------------------
+
+TEST_CASE("detect_input recognises every kind from content") {
+  CHECK(detect_input(byte_span(art("vadd.sm_90.cubin"))) == input_kind::cubin);
+  CHECK(detect_input(byte_span(art("inputs/vadd.sm_100f.cubin"))) == input_kind::cubin);
+  CHECK(detect_input(byte_span(art("vadd.compute_80.ptx"))) == input_kind::ptx);
+  CHECK(detect_input(byte_span(art("inputs/devfuncs.compute_90.ptx"))) == input_kind::ptx);
+  CHECK(detect_input(byte_span(art("vadd.fatbin"))) == input_kind::nvcc_fatbin);
+  CHECK(detect_input(byte_span(art("vadd.compressed.fatbin"))) == input_kind::nvcc_fatbin);
+  CHECK(detect_input(byte_span(art("inputs/vadd.lto.fatbin"))) == input_kind::ltoir);
+
+  bytes pkg(package_magic, package_magic + 8);
+  pkg.resize(200, 0);
+  CHECK(detect_input(byte_span(pkg)) == input_kind::fatpack_package);
+  CHECK(detect_input(byte_span()) == input_kind::unknown);
+  CHECK(detect_input(byte_span(data("garbage.bin"))) == input_kind::unknown);
+  CHECK(detect_input(byte_span(data("host_elf.o"))) == input_kind::unknown);   // x86-64 ELF
+  CHECK(detect_input(byte_span(data("no_target.ptx"))) == input_kind::unknown);  // .version alone
+  CHECK(detect_input(byte_span(bytes{0xED, 0x43, 0x4E, 0x7F, 1, 0x41, 2, 0x62})) == input_kind::ltoir);  // nvcc -ltoir
+  CHECK(detect_input(byte_span(bytes{'B', 'C', 0xC0, 0xDE, 0x35, 0x14})) == input_kind::ltoir);          // LLVM bitcode
+  CHECK(input_kind_name(input_kind::nvcc_fatbin) == std::string("nvcc fatbin"));
+
+  SUBCASE("PTX after comments, blank lines, a BOM and with NUL padding") {
+    CHECK(detect_input(byte_span(text("\xEF\xBB\xBF\n\n  // c\n/* block\n .entry x */\n\t.version 9.0\n.target sm_90\n"))) ==
+          input_kind::ptx);
+    bytes padded = art("vadd.compute_90.ptx");
+    padded.resize(padded.size() + 7, 0);
+    CHECK(detect_input(byte_span(padded)) == input_kind::ptx);
+    CHECK(detect_input(byte_span(text("hello .version 9.0 .target sm_90"))) == input_kind::unknown);
+    bytes inner_nul = text(".version 9.0\n.target sm_90\n");
+    inner_nul.insert(inner_nul.begin() + 5, 0);
+    CHECK(detect_input(byte_span(inner_nul)) == input_kind::unknown);
+  }
+}
+
+// ---- cubins ------------------------------------------------------------------------------------
+
+TEST_CASE("parse_cubin: SM, a/f variant, kernels and toolkit of real nvcc 13.0 cubins") {
+  struct row {
+    const char* file;
+    target t;
+  };
+  const row rows[] = {
+      {"vadd.sm_75.cubin", sass(75)},           {"vadd.sm_80.cubin", sass(80)},
+      {"vadd.sm_86.cubin", sass(86)},           {"vadd.sm_89.cubin", sass(89)},
+      {"vadd.sm_90.cubin", sass(90)},           {"vadd.sm_90a.cubin", sass(90, A)},
+      {"inputs/vadd.sm_100.cubin", sass(100)},  {"inputs/vadd.sm_100a.cubin", sass(100, A)},
+      {"inputs/vadd.sm_100f.cubin", sass(100, F)}, {"inputs/vadd.sm_120a.cubin", sass(120, A)},
+      {"inputs/vadd.sm_120f.cubin", sass(120, F)},
+  };
+  for (const auto& r : rows) {
+    CAPTURE(r.file);
+    const bytes b = art(r.file);
+    auto ci = parse_cubin(byte_span(b), r.file);
+    REQUIRE_MESSAGE(ci.has_value(), (ci ? "" : ci.err().message));
+    CHECK(ci->target == r.t);
+    CHECK(ci->target.str() == std::string(r.file).substr(std::string(r.file).find("sm_"),
+                                                         std::string(r.file).rfind('.') - std::string(r.file).find("sm_")));
+    CHECK(as_set(ci->kernels) == vadd_kernels);
+    CHECK(ci->kernels.size() == 2);
+    CHECK(ci->toolkit_version == 13000);
+    CHECK(ci->abi_version == 8);
+    CHECK(ci->image_size == b.size());
+    CHECK(ci->nv_compat.size() == (r.t.arch >= 90 ? 36u : 0u));  // sm_75..89 cubins have no .nv.compat
+  }
+}
+
+TEST_CASE("parse_cubin: only entry functions are kernels") {
+  SUBCASE("whole-program: device functions are local, a static kernel is local with STO_CUDA_ENTRY") {
+    auto ci = parse_cubin(byte_span(art("inputs/devfuncs.sm_90.cubin")), "devfuncs.sm_90.cubin");
+    REQUIRE(ci);
+    CHECK(as_set(ci->kernels) ==
+          std::set<std::string>{"_Z8kern_cppPf", "kern_c", "_Z11kern_staticPf", "_Z9kern_tmplIfEvPT_", "_Z9kern_tmplIiEvPT_"});
+  }
+  SUBCASE("-rdc: device functions are global symbols without STO_CUDA_ENTRY; template kernels are weak") {
+    auto ci = parse_cubin(byte_span(art("inputs/devfuncs.rdc.sm_90.cubin")), "devfuncs.rdc.sm_90.cubin");
+    REQUIRE(ci);
+    const auto k = as_set(ci->kernels);
+    CHECK(k.size() == 5);
+    CHECK(k.count("kern_c") == 1);
+    CHECK(k.count("_Z8kern_cppPf") == 1);
+    CHECK(k.count("_Z9kern_tmplIfEvPT_") == 1);
+    CHECK(k.count("chelper") == 0);
+    CHECK(k.count("_Z6helperf") == 0);
+    CHECK(std::count_if(k.begin(), k.end(), [](const std::string& s) {
+            return s.size() > 17 && s.compare(s.size() - 17, 17, "_Z11kern_staticPf") == 0;
+          }) == 1);  // renamed __nv_static_..._Z11kern_staticPf by -rdc
+  }
+}
+
+TEST_CASE("parse_cubin rejects damaged ELF with errors naming source and field") {
+  auto err = [](const bytes& b) {
+    auto r = parse_cubin(byte_span(b), "bad.cubin");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.err().message.rfind("bad.cubin: ", 0) == 0);
+    return r.err();
+  };
+  CHECK(err(data("elf_header_truncated.cubin")).code == errc::truncated);
+  const error shdr = err(data("shdr_past_end.cubin"));
+  CHECK(shdr.code == errc::truncated);
+  CHECK(contains(shdr.message, "section header table"));
+  const error sec = err(data("section_past_end.cubin"));
+  CHECK(sec.code == errc::truncated);
+  CHECK(contains(sec.message, "section 3"));
+  const error sym = err(data("bad_symbol_name.cubin"));
+  CHECK(sym.code == errc::malformed);
+  CHECK(contains(sym.message, "st_name"));
+  CHECK(err(data("host_elf.o")).code == errc::bad_magic);
+  CHECK(err(text("not an elf")).code == errc::bad_magic);
+  CHECK(err(bytes{}).code == errc::bad_magic);
+
+  // The committed well-formed mini cubin parses (it is the base of the damaged ones).
+  auto sm99 = parse_cubin(byte_span(data("sm_99.cubin")), "sm_99.cubin");
+  REQUIRE(sm99);
+  CHECK(sm99->target == sass(99));
+  CHECK(sm99->kernels == std::vector<std::string>{"k"});
+
+  SUBCASE("every truncation of a real cubin is an error, never a crash") {
+    const bytes full = art("vadd.sm_90.cubin");
+    for (std::size_t n = 0; n < full.size(); ++n) {
+      auto r = parse_cubin(byte_span(full.data(), n), "cut");
+      CHECK_FALSE(r.has_value());
+    }
+  }
+  SUBCASE("corrupting header and section table bytes never crashes") {
+    const bytes full = art("inputs/vadd.sm_100f.cubin");
+    const std::size_t shoff = std::size_t(rd64(full, 40));
+    std::vector<std::size_t> spots;
+    for (std::size_t i = 0; i < 64; ++i) spots.push_back(i);
+    for (std::size_t i = shoff; i < full.size(); i += 3) spots.push_back(i);
+    for (std::size_t at : spots)
+      for (std::uint8_t v : {std::uint8_t(0x00), std::uint8_t(0xff), std::uint8_t(0x7f)}) {
+        bytes b = full;
+        b[at] = v;
+        auto r = parse_cubin(byte_span(b), "fuzz");
+        if (!r) CHECK(r.err().message.rfind("fuzz: ", 0) == 0);
+      }
+  }
+}
+
+// ---- PTX ---------------------------------------------------------------------------------------
+
+TEST_CASE("parse_ptx: ISA, target and kernels of real nvcc output") {
+  struct row {
+    const char* file;
+    target t;
+  };
+  const row rows[] = {{"vadd.compute_80.ptx", ptx(80)},
+                      {"vadd.compute_90.ptx", ptx(90)},
+                      {"inputs/vadd.compute_90a.ptx", ptx(90, A)},
+                      {"inputs/vadd.compute_120f.ptx", ptx(120, F)}};
+  for (const auto& r : rows) {
+    CAPTURE(r.file);
+    auto pi = parse_ptx(byte_span(art(r.file)), r.file);
+    REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.err().message));
+    CHECK(pi->target == r.t);
+    CHECK(pi->isa == ptx_isa{9, 0});
+    CHECK(pi->kernels == std::vector<std::string>{"vadd", "saxpy"});  // order of appearance
+    CHECK(pi->toolkit_version == 13000);
+  }
+  CHECK(ptx(120, F).str() == "compute_120f");
+
+  auto dev = parse_ptx(byte_span(art("inputs/devfuncs.compute_90.ptx")), "devfuncs.ptx");
+  REQUIRE(dev);
+  CHECK(as_set(dev->kernels) ==
+        std::set<std::string>{"_Z8kern_cppPf", "kern_c", "_Z11kern_staticPf", "_Z9kern_tmplIfEvPT_", "_Z9kern_tmplIiEvPT_"});
+}
+
+TEST_CASE("parse_ptx is not fooled by comments, strings and layout") {
+  const std::string src =
+      "// .version 1.0 in a comment\n"
+      "/* .target sm_20\n   .entry commented_out( */\n"
+      "\t.version\t8.7 // trailing\n"
+      ".target sm_90a, texmode_independent\n"
+      ".address_size 64\n"
+      ".file 1 \"/tmp/a//b.cu\"\n"
+      ".visible .entry first(\n .param .u64 p\n)\n{ ret; }\n"
+      ".entry\n   second\n(\n)\n{ ret; }\n"
+      ".visible .func helper()\n{ ret; }\n"
+      ".entry third(){ret;}\n"
+      ".entry first(){ret;}\n";  // a duplicate is listed once
+  auto pi = parse_ptx(byte_span(text(src)), "t.ptx");
+  REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.err().message));
+  CHECK(pi->isa == ptx_isa{8, 7});
+  CHECK(pi->target == ptx(90, A));
+  CHECK(pi->kernels == std::vector<std::string>{"first", "second", "third"});
+  CHECK(pi->toolkit_version == 0);
+
+  auto list_first = parse_ptx(byte_span(text(".version 9.0\n.target texmode_independent, sm_100f\n")), "t");
+  REQUIRE(list_first);
+  CHECK(list_first->target == ptx(100, F));
+
+  auto err = [](const std::string& s) {
+    auto r = parse_ptx(byte_span(text(s)), "p.ptx");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.err().message.rfind("p.ptx: ", 0) == 0);
+    return r.err();
+  };
+  CHECK(contains(err(".target sm_90\n").message, ".version"));
+  CHECK(contains(err(".version 9.0\n").message, ".target"));
+  CHECK(contains(err(".version 9.0\n.target compute_90\n").message, ".target"));
+  CHECK(contains(err(".version 9.0\n.target sm_9z\n").message, "sm_9z"));
+  CHECK(contains(err(".version 9.0\n.target sm_90\n.entry (\n").message, ".entry"));
+  CHECK(err("").code == errc::malformed);
+  CHECK(contains(err(std::string(".version 9.0\n.target sm_90\0x", 28)).message, "NUL"));
+  CHECK(contains(err(std::string(".version 9.0\n.target sm_90\n\"open")).message, "string"));
+
+  for (const char* f : {"no_target.ptx", "bad_version.ptx", "unterminated_comment.ptx"}) {
+    CAPTURE(f);
+    auto r = parse_ptx(byte_span(data(f)), f);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.err().code == errc::malformed);
+  }
+  CHECK(contains(parse_ptx(byte_span(data("bad_version.ptx")), "b").err().message, "line 1"));
+}
+
+// ---- nvcc fatbins ------------------------------------------------------------------------------
+
+TEST_CASE("import_fatbin: nvcc's fatbin gives the separately compiled cubins, byte for byte") {
+  auto r = import_fatbin(byte_span(art("vadd.fatbin")), "vadd.fatbin");
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  const auto& es = r.value();
+  REQUIRE(es.size() == 4);
+  // nvcc's order: sm_75, sm_80, compute_90, sm_90.
+  CHECK(es[0].target == sass(75));
+  CHECK(es[1].target == sass(80));
+  CHECK(es[2].target == ptx(90));
+  CHECK(es[3].target == sass(90));
+  CHECK(es[0].raw == art("vadd.sm_75.cubin"));
+  CHECK(es[1].raw == art("vadd.sm_80.cubin"));
+  CHECK(es[3].raw == art("vadd.sm_90.cubin"));
+  for (const auto& e : es) {
+    CAPTURE(e.origin);
+    CHECK(as_set(e.kernels) == vadd_kernels);
+    CHECK(e.module_name.empty());  // import_input sets it
+    if (e.target.kind == entry_kind::sass) {
+      CHECK(e.toolkit_version == 13000);
+      CHECK_FALSE(e.ptx_isa.known());
+    }
+  }
+  CHECK(es[0].origin == "vadd.fatbin: fatbin entry 0 (sm_75 sass)");
+  CHECK(es[2].origin == "vadd.fatbin: fatbin entry 2 (compute_90 ptx)");
+
+  // The PTX entry: fatbinary blanks comments and indentation, so it is not nvcc -ptx's text, but
+  // ISA, target and kernels agree; no NUL terminator or padding is kept.
+  const bytes separate = art("vadd.compute_90.ptx");
+  auto sep = parse_ptx(byte_span(separate), "sep");
+  REQUIRE(sep);
+  CHECK(es[2].ptx_isa == sep->isa);
+  CHECK(es[2].kernels == sep->kernels);
+  CHECK(es[2].raw != separate);
+  CHECK(es[2].raw.back() != 0);
+  CHECK(std::find(es[2].raw.begin(), es[2].raw.end(), std::uint8_t(0)) == es[2].raw.end());
+  CHECK(es[2].toolkit_version == 0);  // the comment with the release was stripped
+  CHECK(es[2].options.empty());
+}
+
+TEST_CASE("import_fatbin: ZSTD, LZ4 block and LZ4 frame entries decompress to the same images") {
+  auto plain = import_fatbin(byte_span(art("vadd.fatbin")), "vadd.fatbin");
+  REQUIRE(plain);
+  auto same_as_plain = [&](const std::vector<entry_input>& es, const std::vector<std::size_t>& which) {
+    REQUIRE(es.size() == which.size());
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      CAPTURE(es[i].origin);
+      const entry_input& p = plain.value()[which[i]];
+      CHECK(es[i].target == p.target);
+      CHECK(es[i].raw == p.raw);
+      CHECK(es[i].kernels == p.kernels);
+      CHECK(es[i].ptx_isa == p.ptx_isa);
+    }
+  };
+  SUBCASE("ZSTD (-Xfatbin -compress-all)") {
+    auto r = import_fatbin(byte_span(art("vadd.compressed.fatbin")), "vadd.compressed.fatbin");
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    same_as_plain(r.value(), {0, 1, 2, 3});
+  }
+  SUBCASE("LZ4 block (-compress-mode=speed)") {
+    const bytes fb = art("inputs/vadd.lz4.fatbin");
+    CHECK((rd64(fb, 16 + 0x28) & 0xF000) == 0x2000);
+    auto r = import_fatbin(byte_span(fb), "vadd.lz4.fatbin");
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    same_as_plain(r.value(), {0, 1, 2, 3});
+  }
+  SUBCASE("LZ4 frame (--compress-algorithm=3)") {
+    const bytes fb = art("inputs/vadd.lz4frame.fatbin");
+    CHECK((rd64(fb, 16 + 0x28) & 0xF000) == 0x4000);
+    auto r = import_fatbin(byte_span(fb), "vadd.lz4frame.fatbin");
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    same_as_plain(r.value(), {3, 2});
+  }
+  SUBCASE("zlib (--compress-algorithm=1) is refused, naming the entry and the flag") {
+    const bytes fb = art("inputs/vadd.zlib.fatbin");
+    auto r = import_fatbin(byte_span(fb), "vadd.zlib.fatbin");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.err().code == errc::unsupported);
+    CHECK(contains(r.err().message, "vadd.zlib.fatbin: entry 0 (sm_90 sass)"));
+    CHECK(contains(r.err().message, "zlib (flag 0x1000"));
+  }
+}
+
+TEST_CASE("import_fatbin: a/f flags, options and names in entry headers") {
+  SUBCASE("variants") {
+    auto r = import_fatbin(byte_span(art("inputs/vadd.variants.fatbin")), "v.fatbin");
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    const auto& es = r.value();
+    REQUIRE(es.size() == 6);
+    CHECK(es[0].target == sass(90, A));
+    CHECK(es[1].target == sass(100, A));
+    CHECK(es[2].target == sass(100, F));
+    CHECK(es[3].target == sass(120, F));
+    CHECK(es[4].target == ptx(90, A));
+    CHECK(es[5].target == ptx(120, F));
+    CHECK(es[0].raw == art("vadd.sm_90a.cubin"));
+    CHECK(es[1].raw == art("inputs/vadd.sm_100a.cubin"));
+    CHECK(es[2].raw == art("inputs/vadd.sm_100f.cubin"));
+    CHECK(es[3].raw == art("inputs/vadd.sm_120f.cubin"));
+    for (const auto& e : es) {
+      CHECK(as_set(e.kernels) == vadd_kernels);
+      CHECK(e.options.empty());  // sm_100+ ELF descriptors hold .nv.compat, not options
+    }
+    CHECK(es[2].origin == "v.fatbin: fatbin entry 2 (sm_100f sass)");
+  }
+  SUBCASE("-lineinfo -Xptxas -O1: PTX options trimmed, name skipped") {
+    auto r = import_fatbin(byte_span(art("inputs/vadd.options.fatbin")), "o.fatbin");
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    const auto& es = r.value();
+    REQUIRE(es.size() == 3);
+    CHECK(es[0].target == ptx(90));
+    CHECK(es[0].options == "-O1  --generate-line-info");
+    CHECK(es[1].target == sass(90));
+    CHECK(es[2].target == sass(100));
+    CHECK(es[1].options.empty());
+    CHECK(es[2].options.empty());
+  }
+  SUBCASE("LTO-IR entries are refused") {
+    auto r = import_fatbin(byte_span(art("inputs/vadd.lto.fatbin")), "l.fatbin");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.err().code == errc::unsupported);
+    CHECK(contains(r.err().message, "l.fatbin: entry 0 (lto_90 ltoir)"));
+  }
+}
+
+TEST_CASE("import_fatbin: containers back to back, and trailing zero padding") {
+  const bytes a = art("vadd.fatbin"), b = art("vadd.compressed.fatbin");
+  bytes both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  both.resize(both.size() + 16, 0);
+  auto r = import_fatbin(byte_span(both), "two");
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  REQUIRE(r->size() == 8);
+  CHECK(r.value()[4].raw == r.value()[0].raw);
+  CHECK(r.value()[7].origin == "two: fatbin entry 7 (sm_90 sass)");
+
+  bytes junk = both;
+  junk.back() = 1;  // not zero padding: a container that is not one
+  auto j = import_fatbin(byte_span(junk), "junk");
+  REQUIRE_FALSE(j.has_value());
+  CHECK(j.err().code == errc::malformed);
+}
+
+TEST_CASE("import_fatbin rejects damaged fatbins, all or nothing, never crashing") {
+  auto err = [](const bytes& b, const char* name) {
+    auto r = import_fatbin(byte_span(b), name);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.err().message.rfind(std::string(name) + ": ", 0) == 0);
+    return r.err();
+  };
+  const error past = err(data("entry_past_end.fatbin"), "e.fatbin");
+  CHECK(past.code == errc::truncated);
+  CHECK(contains(past.message, "entry 0"));
+  CHECK(contains(past.message, "payload size 0x10000"));
+  CHECK(err(data("container_past_end.fatbin"), "c.fatbin").code == errc::truncated);
+  const error zstd = err(data("bad_zstd.fatbin"), "z.fatbin");
+  CHECK(zstd.code == errc::codec);
+  CHECK(contains(zstd.message, "z.fatbin: entry 0 (sm_90 sass)"));
+  CHECK(err(data("bad_lz4.fatbin"), "l.fatbin").code == errc::codec);
+  const error zlib = err(data("zlib.fatbin"), "zl.fatbin");
+  CHECK(zlib.code == errc::unsupported);
+  CHECK(contains(zlib.message, "0x1000"));
+  CHECK(err(data("a_and_f.fatbin"), "af.fatbin").code == errc::malformed);
+  CHECK(err(bytes{0x50, 0xed, 0x55, 0xba}, "short").code == errc::truncated);
+
+  SUBCASE("header and payload sizes that disagree with the data") {
+    bytes fb = art("vadd.compressed.fatbin");
+    bytes wrong_usize = fb;
+    wrong_usize[16 + 0x38] ^= 0x10;  // ZSTD frame declares another size
+    CHECK(err(wrong_usize, "u").code == errc::malformed);
+    bytes wrong_arch = art("vadd.fatbin");
+    wrong_arch[16 + 0x1C] = 80;  // sm_75 cubin labelled sm_80
+    CHECK(contains(err(wrong_arch, "a").message, "e_flags say sm_75"));
+    bytes plain_label = art("inputs/vadd.variants.fatbin");
+    plain_label[16 + 0x28 + 2] &= 0xEF;  // sm_90a cubin without the `a` flag
+    CHECK(contains(err(plain_label, "p").message, ".nv.compat"));
+  }
+  SUBCASE("every truncation of real fatbins is an error") {
+    for (const char* f : {"vadd.fatbin", "vadd.compressed.fatbin", "inputs/vadd.lz4.fatbin"}) {
+      const bytes full = art(f);
+      for (std::size_t n = 0; n < full.size(); n += (n < 256 ? 1 : 13)) {
+        auto r = import_fatbin(byte_span(full.data(), n), "cut");
+        CHECK_FALSE(r.has_value());
+      }
+    }
+  }
+  SUBCASE("corrupted compressed payloads and headers never crash") {
+    for (const char* f : {"vadd.compressed.fatbin", "inputs/vadd.lz4.fatbin", "inputs/vadd.lz4frame.fatbin"}) {
+      const bytes full = art(f);
+      for (std::size_t at = 0; at < full.size(); at += 5) {
+        bytes b = full;
+        b[at] ^= 0xA5;
+        auto r = import_fatbin(byte_span(b), "fuzz");
+        if (!r) CHECK(r.err().message.rfind("fuzz: ", 0) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("import_fatbin decodes an LZ4 frame that declares its content size") {
+  // fatbinary's frames omit the size; other writers may include it. Rewrap the sm_90 cubin.
+  const bytes cubin = art("vadd.sm_90.cubin");
+  LZ4F_preferences_t prefs{};
+  prefs.frameInfo.contentSize = cubin.size();
+  bytes frame(LZ4F_compressFrameBound(cubin.size(), &prefs));
+  const std::size_t n = LZ4F_compressFrame(frame.data(), frame.size(), cubin.data(), cubin.size(), &prefs);
+  REQUIRE_FALSE(LZ4F_isError(n));
+  frame.resize(n);
+  bytes fb(16 + 64, 0);
+  fb[0] = 0x50, fb[1] = 0xed, fb[2] = 0x55, fb[3] = 0xba, fb[4] = 1, fb[6] = 16;
+  fb[16] = 2, fb[18] = 1, fb[19] = 1, fb[20] = 0x40, fb[16 + 0x18] = 8, fb[16 + 0x1A] = 1, fb[16 + 0x1C] = 90;
+  wr64(fb, 16 + 0x08, (n + 7) / 8 * 8);
+  fb[16 + 0x10] = std::uint8_t(n), fb[16 + 0x11] = std::uint8_t(n >> 8);
+  wr64(fb, 16 + 0x28, 0x4011);
+  wr64(fb, 16 + 0x38, cubin.size());
+  fb.insert(fb.end(), frame.begin(), frame.end());
+  fb.resize(16 + 64 + (n + 7) / 8 * 8, 0);
+  wr64(fb, 8, fb.size() - 16);
+  auto r = import_fatbin(byte_span(fb), "f");
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  CHECK(r.value()[0].raw == cubin);
+  wr64(fb, 16 + 0x38, cubin.size() - 8);  // header says less than the frame holds
+  CHECK(import_fatbin(byte_span(fb), "f").err().code == errc::codec);
+}
+
+// ---- import_input ------------------------------------------------------------------------------
+
+TEST_CASE("import_input dispatches on content and names the module") {
+  SUBCASE("cubin") {
+    const bytes b = art("vadd.sm_90a.cubin");
+    auto r = import_input(byte_span(b), "k.cubin", "vadd");
+    REQUIRE(r);
+    REQUIRE(r->size() == 1);
+    const entry_input& e = r->front();
+    CHECK(e.target == sass(90, A));
+    CHECK(e.module_name == "vadd");
+    CHECK(e.raw == b);
+    CHECK(e.origin == "k.cubin");
+    CHECK(e.toolkit_version == 13000);
+    CHECK(as_set(e.kernels) == vadd_kernels);
+  }
+  SUBCASE("PTX: stored without NUL padding") {
+    bytes b = art("vadd.compute_80.ptx");
+    const bytes original = b;
+    b.resize(b.size() + 5, 0);
+    auto r = import_input(byte_span(b), "k.ptx", "vadd");
+    REQUIRE(r);
+    REQUIRE(r->size() == 1);
+    CHECK(r->front().target == ptx(80));
+    CHECK(r->front().ptx_isa == ptx_isa{9, 0});
+    CHECK(r->front().raw == original);
+    CHECK(r->front().kernels == std::vector<std::string>{"vadd", "saxpy"});
+  }
+  SUBCASE("fatbin: all entries, one module") {
+    auto r = import_input(byte_span(art("vadd.compressed.fatbin")), "k.fatbin", "mod");
+    REQUIRE(r);
+    CHECK(r->size() == 4);
+    for (const auto& e : r.value()) CHECK(e.module_name == "mod");
+  }
+  SUBCASE("errors") {
+    const error unknown = import_error(data("garbage.bin"), "x.bin");
+    CHECK(unknown.code == errc::unknown_kind);
+    CHECK(unknown.message == "x.bin: not a cubin, PTX or nvcc fatbin (first bytes: 12 34 56 78 9a bc de f0 ..)");
+    const error host = import_error(data("host_elf.o"), "host.o");
+    CHECK(host.code == errc::unknown_kind);
+    CHECK(host.message == "host.o: not a cubin, PTX or nvcc fatbin (an ELF64 file for e_machine 62; cubins are ELF64 "
+                          "for 190, EM_CUDA)");
+    const error empty = import_error(bytes{}, "e.bin");
+    CHECK(empty.code == errc::unknown_kind);
+    CHECK(contains(empty.message, "e.bin: empty"));
+    bytes pkg(package_magic, package_magic + 8);
+    pkg.resize(64, 0);
+    const error package = import_error(pkg, "p.fpk");
+    CHECK(package.code == errc::unknown_kind);
+    CHECK(contains(package.message, "p.fpk: "));
+    CHECK(contains(package.message, "fatpack package"));
+    const error sm99 = import_error(data("sm_99.cubin"), "sm_99.cubin");
+    CHECK(sm99.code == errc::unsupported);
+    CHECK(sm99.message == "sm_99.cubin: cubin for sm_99, an architecture CUDA 13.0 does not know");
+    CHECK(import_error(art("inputs/vadd.lto.fatbin"), "l").code == errc::unsupported);
+    CHECK(import_error(bytes{0xED, 0x43, 0x4E, 0x7F, 1, 2, 3, 4}, "l").code == errc::unsupported);
+    CHECK(import_error(data("shdr_past_end.cubin"), "s.cubin").code == errc::truncated);
+    CHECK(import_error(data("entry_past_end.fatbin"), "e.fatbin").code == errc::truncated);
+  }
+}
+
+// ---- write_fatbin ------------------------------------------------------------------------------
+
+namespace {
+
+entry_input load(const std::string& artifact) {
+  auto r = import_input(byte_span(art(artifact)), artifact, "vadd");
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  REQUIRE(r->size() == 1);
+  return std::move(r->front());
+}
+
+}  // namespace
+
+TEST_CASE("write_fatbin writes what fatbinary -compress=false writes") {
+  // Same images, same order as vadd.reference.fatbin (tests/inputs/CMakeLists.txt).
+  const std::vector<entry_input> in = {load("vadd.sm_90.cubin"), load("vadd.sm_90a.cubin"),
+                                       load("inputs/vadd.sm_100.cubin"), load("inputs/vadd.sm_100f.cubin"),
+                                       load("vadd.compute_90.ptx")};
+  auto ours = write_fatbin(in);
+  REQUIRE_MESSAGE(ours.has_value(), (ours ? "" : ours.err().message));
+  const bytes ref = art("inputs/vadd.reference.fatbin");
+  CHECK(std::equal(ours->begin(), ours->begin() + 8, ref.begin()));  // magic, version, header size
+  const auto a = split_fatbin(ours.value()), b = split_fatbin(ref);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < 4; ++i) {  // ELF entries: identical headers and payloads
+    CAPTURE(i);
+    CHECK(a[i].header == b[i].header);
+    CHECK(a[i].payload == b[i].payload);
+  }
+  // PTX: fatbinary strips comments/indentation, we do not; everything but the sizes agrees.
+  bytes ha = a[4].header, hb = b[4].header;
+  REQUIRE(ha.size() == hb.size());
+  wr64(ha, 0x08, 0);
+  wr64(hb, 0x08, 0);
+  CHECK(ha == hb);
+  const bytes ptx_text = art("vadd.compute_90.ptx");
+  REQUIRE(a[4].payload.size() == (ptx_text.size() + 1 + 7) / 8 * 8);
+  CHECK(std::equal(ptx_text.begin(), ptx_text.end(), a[4].payload.begin()));
+  CHECK(std::all_of(a[4].payload.begin() + long(ptx_text.size()), a[4].payload.end(), [](std::uint8_t c) { return c == 0; }));
+}
+
+TEST_CASE("write_fatbin -> import_fatbin round trip") {
+  std::vector<entry_input> in = {load("vadd.sm_75.cubin"),          load("vadd.sm_90a.cubin"),
+                                 load("inputs/vadd.sm_100f.cubin"), load("inputs/vadd.sm_120a.cubin"),
+                                 load("vadd.compute_80.ptx"),       load("inputs/vadd.compute_120f.ptx")};
+  in[4].options = "-O1 --generate-line-info";
+  auto fb = write_fatbin(in);
+  REQUIRE_MESSAGE(fb.has_value(), (fb ? "" : fb.err().message));
+  CHECK(detect_input(byte_span(fb.value())) == input_kind::nvcc_fatbin);
+  CHECK(fb->size() % 8 == 0);
+  auto back = import_fatbin(byte_span(fb.value()), "out.fatbin");
+  REQUIRE_MESSAGE(back.has_value(), (back ? "" : back.err().message));
+  REQUIRE(back->size() == in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    CAPTURE(in[i].origin);
+    const entry_input& e = back.value()[i];
+    CHECK(e.target == in[i].target);
+    CHECK(e.raw == in[i].raw);
+    CHECK(e.kernels == in[i].kernels);
+    CHECK(e.ptx_isa == in[i].ptx_isa);
+    CHECK(e.options == in[i].options);
+  }
+  // Deterministic, and the same whether or not the PTX carries a NUL already.
+  in[5].raw.push_back(0);
+  auto again = write_fatbin(in);
+  REQUIRE(again);
+  CHECK(again.value() == fb.value());
+}
+
+TEST_CASE("write_fatbin refuses what it cannot write faithfully") {
+  auto err = [](std::vector<entry_input> in) {
+    auto r = write_fatbin(in);
+    REQUIRE_FALSE(r.has_value());
+    return r.err();
+  };
+  CHECK(err({}).code == errc::invalid_argument);
+  entry_input lto = load("vadd.sm_90.cubin");
+  lto.target = {entry_kind::ltoir, 90, arch_variant::plain};
+  CHECK(err({lto}).code == errc::invalid_argument);
+  entry_input wrong_sm = load("vadd.sm_90.cubin");
+  wrong_sm.target = sass(80);
+  CHECK(contains(err({wrong_sm}).message, "entry 0 (sm_80 sass)"));
+  entry_input lost_a = load("vadd.sm_90a.cubin");
+  lost_a.target = sass(90);
+  CHECK(contains(err({lost_a}).message, ".nv.compat"));
+  entry_input wrong_ptx = load("vadd.compute_90.ptx");
+  wrong_ptx.target = ptx(90, A);
+  CHECK(contains(err({load("vadd.sm_90.cubin"), wrong_ptx}).message, "entry 1 (compute_90a ptx)"));
+  entry_input wrong_isa = load("vadd.compute_90.ptx");
+  wrong_isa.ptx_isa = {8, 8};
+  CHECK(err({wrong_isa}).code == errc::invalid_argument);
+  entry_input garbage = load("vadd.sm_90.cubin");
+  garbage.raw.resize(100);
+  CHECK(err({garbage}).code == errc::truncated);
+}
