@@ -1,0 +1,108 @@
+// fatpack runtime errors: errors as values, plus a throwing convenience layer.
+//
+// Policy: no runtime function throws on a failure it can describe. Each returns result<T> or
+// status holding an `error` {code, CUDA status, message, log}. The message names what failed and
+// where ("module 'vadd' of package 'app' on device 0 (NVIDIA H200, CC 9.0): ..."); `log` carries a
+// JIT info/error log when there is one. The throwing layer is `value()` on a failed result (and
+// status::throw_if_error()), which throws fatpack::exception holding the same error.
+//
+// This header includes no CUDA header: the CUDA status is a plain int (a CUresult value).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace fatpack {
+
+// Stable numbers: the C API (fatpack.h, fatpack_status) uses the same values.
+enum class errc : int {
+  ok = 0,
+  no_driver = 1,              // libcuda could not be loaded (the message names the path)
+  driver_too_old = 2,         // the driver is older than fatpack needs (CUDA 12.0)
+  driver_symbol_missing = 3,  // a driver entry point is missing (the message names it)
+  no_device = 4,              // cuInit reported no device, or there are 0 devices
+  invalid_device = 5,         // a device ordinal out of range
+  no_packages = 6,            // nothing is registered (embedded records missing: see the message)
+  not_found = 7,              // no such package, module or kernel
+  ambiguous = 8,              // a module name found in several packages: name the package
+  no_compatible_entry = 9,    // selection: no entry of the module can run on the device
+  load_failed = 10,           // every usable entry was refused by the driver
+  jit_failed = 11,            // PTX -> SASS failed (the JIT log is in error::log)
+  bad_package = 12,           // a package or image is malformed (parse, checksum, decompression)
+  io = 13,                    // a file could not be read
+  invalid_argument = 14,      // a meaningless argument (empty name, null pointer, ...)
+  cuda = 15,                  // another driver call failed (error::cuda_status has the CUresult)
+};
+
+// "no_driver", "jit_failed", ...
+const char* errc_name(errc code) noexcept;
+
+struct error {
+  errc code = errc::ok;
+  int cuda_status = 0;   // the CUresult that caused it, 0 when none
+  std::string message;   // one paragraph, names what failed and where
+  std::string log;       // JIT info/error log, may be empty
+
+  // message, then the log indented when there is one.
+  std::string what() const;
+};
+
+class exception : public std::runtime_error {
+ public:
+  explicit exception(fatpack::error e) : std::runtime_error(e.what()), error_(std::move(e)) {}
+  const fatpack::error& error() const noexcept { return error_; }
+
+ private:
+  fatpack::error error_;
+};
+
+// Either a value or an error. value() on an error throws fatpack::exception (the throwing layer);
+// check has_value() / operator bool first to stay exception-free.
+template <class T>
+class [[nodiscard]] result {
+ public:
+  result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  result(fatpack::error e) : v_(std::in_place_index<1>, std::move(e)) {}
+
+  bool has_value() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return has_value(); }
+
+  T& value() & { check(); return std::get<0>(v_); }
+  const T& value() const& { check(); return std::get<0>(v_); }
+  T&& value() && { check(); return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  // Precondition: !has_value().
+  const fatpack::error& error() const& { return std::get<1>(v_); }
+  fatpack::error&& error() && { return std::get<1>(std::move(v_)); }
+
+ private:
+  void check() const {
+    if (v_.index() != 0) throw exception(std::get<1>(v_));
+  }
+  std::variant<T, fatpack::error> v_;
+};
+
+// result<void>: empty on success.
+class [[nodiscard]] status {
+ public:
+  status() = default;
+  status(fatpack::error e) : error_(std::move(e)) {}
+  bool ok() const noexcept { return error_.code == errc::ok; }
+  explicit operator bool() const noexcept { return ok(); }
+  const fatpack::error& error() const noexcept { return error_; }
+  void throw_if_error() const {
+    if (!ok()) throw exception(error_);
+  }
+
+ private:
+  fatpack::error error_;
+};
+
+}  // namespace fatpack

@@ -1,0 +1,251 @@
+// fatpack runtime, C++ API: pick the right code for each GPU, load it, JIT PTX when nothing else fits.
+//
+//   auto m = fatpack::load_module("vadd");            // result<module>: errors as values
+//   if (!m) { std::cerr << m.error().what(); ... }
+//   CUfunction f = m->function("vadd").value();       // value() throws fatpack::exception on error
+//   cuLaunchKernel(f, ...);                           // on the device's primary context (shared with cudart)
+//
+// What happens on load (docs/runtime.md): the driver is dlopen-ed (libcuda.so.1 or FATPACK_LIBCUDA),
+// the module's entries in the registered packages are ranked by the same pure selector as
+// `fatpack plan`, the best one is decompressed (only that one) and loaded with cuModuleLoadDataEx into
+// the device's primary context; if the driver refuses it, the next candidate is tried. PTX is compiled
+// to SASS through the driver's JIT (cuLink) on a thread pool, once per process.
+//
+// Thread safety: every function here may be called from any thread. Loading the same module on the
+// same device from many threads compiles and loads it once; all callers share the loaded module.
+//
+// This header includes no CUDA header. The handle types below are the ones cuda.h declares
+// (`typedef struct CUfunc_st* CUfunction;`), so a fatpack::cu_function *is* a CUfunction.
+#pragma once
+
+#include "fatpack/error.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct CUfunc_st;
+struct CUmod_st;
+struct CUctx_st;
+
+namespace fatpack {
+
+using cu_function = ::CUfunc_st*;  // CUfunction
+using cu_module = ::CUmod_st*;     // CUmodule
+using cu_context = ::CUctx_st*;    // CUcontext
+
+// Which entries may be used (design.md §2). The process default comes from set_policy() and the
+// environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
+// sass_only. A policy given in load_options wins over both.
+enum class policy { prefer_sass, force_ptx, sass_only };
+const char* policy_name(policy p) noexcept;  // "prefer_sass", "force_ptx", "sass_only"
+
+enum class log_level { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+
+// ---- driver and devices ----------------------------------------------------------------------
+
+// Loads the driver and enumerates devices now (otherwise this happens on first use). Idempotent; the
+// result of the first attempt is kept (a process without a driver gets the same error every time).
+status init();
+
+// cuDriverGetVersion(): 13000 for CUDA 13.0.
+result<int> driver_version();
+// The path the driver was loaded from ("libcuda.so.1" or $FATPACK_LIBCUDA).
+std::string driver_library();
+
+struct device_info {
+  int ordinal = 0;
+  int cc_major = 0, cc_minor = 0;
+  std::uint32_t arch = 0;         // cc_major*10 + cc_minor: 90 for CC 9.0
+  bool integrated = false;        // Tegra/Jetson (no SASS minor-version compatibility)
+  int driver_version = 0;         // 13000
+  std::string max_ptx_isa;        // highest PTX ISA this driver accepts, "9.0" ("" when unknown)
+  std::string name;               // "NVIDIA H200"
+  std::array<std::uint8_t, 16> uuid{};
+  std::string uuid_str;           // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+};
+result<int> device_count();
+result<device_info> device(int ordinal);
+
+// A driver entry point through the driver fatpack loaded (cuGetProcAddress), so an application that
+// does not link libcuda can call e.g. cuLaunchKernel or cuMemAlloc. cuda_version selects the ABI
+// (12000: the signatures of CUDA 12.0, which are those of cuda.h 13.0 for the common calls).
+result<void*> driver_entry_point(const char* symbol, int cuda_version = 12000);
+
+// ---- registry ----------------------------------------------------------------------------------
+
+// Packages linked into the program by `fatpack embed` / fatpack_add_kernels are found automatically.
+// These add more. Every package is validated when it is added.
+status add_package_file(const std::string& path);
+enum class ownership { copy, borrow };  // borrow: the caller keeps the bytes alive and unchanged
+status add_package_memory(const void* data, std::size_t size, std::string_view source = "memory",
+                          ownership own = ownership::copy);
+// A bare cubin, PTX (text, NUL optional) or nvcc fatbin the application would have passed to
+// cuModuleLoadData: it becomes module `module_name` of package `package_name` (default: the module
+// name) and goes through the same selection, JIT and cache as packaged kernels.
+status add_image(const void* data, std::size_t size, std::string_view module_name,
+                 std::string_view package_name = {});
+
+struct package_info {
+  std::string name;
+  std::string source;   // "embedded", a file path, "memory", ...
+  std::size_t entries = 0;
+  std::vector<std::string> modules;
+};
+// Every registered package (embedded ones included). Empty with errc::no_packages when none.
+result<std::vector<package_info>> packages();
+
+// ---- loading -------------------------------------------------------------------------------------
+
+// One try of one entry, in the order the loader went.
+struct attempt_info {
+  std::size_t entry = 0;
+  std::string target;        // "sm_90", "compute_80 (PTX ISA 9.0)"
+  bool jit = false;          // this try went through PTX -> SASS
+  bool jit_reused = false;   // the SASS came from an earlier JIT in this process (or the cache)
+  std::string jit_path;      // "culink", "nvjitlink 13.0" (JIT tries only)
+  bool ok = false;
+  int cuda_status = 0;       // the CUresult of the failing call
+  std::string message;       // why it failed ("" when ok)
+  std::string log;           // JIT info/error log
+  double decompress_ms = 0, jit_ms = 0, load_ms = 0;
+};
+
+// One ranked entry, as the selector saw it.
+struct candidate_info {
+  std::size_t entry = 0;
+  std::string target;
+  std::string verdict;  // "chosen", "usable", "rejected"
+  std::string reason;
+};
+
+struct load_report {
+  std::string package, module;
+  int device = -1;
+  std::string device_name;
+  std::uint32_t arch = 0;          // device CC as major*10+minor
+  int driver_version = 0;
+  std::string max_ptx_isa;
+  fatpack::policy policy = policy::prefer_sass;
+  std::vector<candidate_info> candidates;  // the selector's ranking, then the rejected entries
+  std::vector<attempt_info> attempts;      // what the loader tried, in order
+  bool loaded = false;
+  std::size_t entry = 0;                   // the entry that loaded
+  std::string target;                      // its target
+  std::string reason;                      // why it was chosen
+  bool jit = false;                        // it went through the JIT
+  bool jit_reused = false;
+  std::string jit_path;                    // "culink", "nvjitlink 13.0"
+  // Milliseconds per phase. context: taking the device's primary context (its creation, the first
+  // time a process uses the device: 100-300 ms, not fatpack's own cost).
+  double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;
+
+  // The FATPACK_LOG=info trace of this load (several lines, docs/runtime.md §FATPACK_LOG).
+  std::string trace() const;
+};
+
+struct load_options {
+  int device = -1;                        // -1: the device of the calling thread's current context, else 0
+  std::string package;                    // "" : any registered package holding the module
+  std::optional<fatpack::policy> policy;  // overrides the process policy for this load
+};
+
+namespace detail {
+struct module_state;
+struct module_access;
+}  // namespace detail
+
+// A module loaded on one device. Move-only; holds the module (and the device's primary context)
+// alive: the last handle to a module unloads it. Functions obtained from it are valid while a
+// handle lives. Handles of the same (package, module, device) share one loaded CUmodule.
+class module {
+ public:
+  module() noexcept = default;
+  module(module&&) noexcept = default;
+  module& operator=(module&&) noexcept = default;
+  module(const module&) = delete;
+  module& operator=(const module&) = delete;
+  ~module() = default;
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+
+  // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
+  result<cu_function> function(std::string_view kernel) const;
+  cu_module handle() const noexcept;
+  cu_context context() const noexcept;     // the device's primary context
+  int device() const noexcept;
+  const std::string& package_name() const noexcept;
+  const std::string& name() const noexcept;
+  std::vector<std::string> kernels() const;  // entry functions of the loaded entry
+  const load_report& report() const noexcept;
+
+  // Drops this handle (unloads the module if it was the last one).
+  void reset() noexcept { state_.reset(); }
+
+ private:
+  friend struct detail::module_access;
+  explicit module(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
+  std::shared_ptr<detail::module_state> state_;
+};
+
+// Loads `module_name` (a module of a registered package) on a device.
+result<module> load_module(std::string_view module_name, const load_options& options = {});
+
+// The selector's answer for a module on a device, without loading anything (what `fatpack plan`
+// says for this process's device and driver).
+result<load_report> plan_module(std::string_view module_name, const load_options& options = {});
+
+// ---- background warm-up --------------------------------------------------------------------------
+
+// Compiles ahead of use: every module of every registered package (or of `package`) that needs the
+// JIT on a device (all devices, or `device`) is queued on the JIT pool. Loads later find the SASS.
+// Without warm-up a module is compiled only when it is first loaded.
+struct warm_options {
+  int device = -1;      // -1: every device
+  std::string package;  // "": every package
+};
+class warm_handle {
+ public:
+  warm_handle() = default;
+  bool done() const;
+  // Waits for every queued compile; the first error (if any) is returned, the rest are logged. When
+  // nothing could be queued (no driver, no packages), that error.
+  status wait() const;
+  std::size_t jobs() const;  // how many compiles were queued
+
+  struct state;  // opaque
+
+ private:
+  friend struct detail::module_access;
+  std::shared_ptr<state> state_;
+};
+warm_handle warm(const warm_options& options = {});
+
+// ---- settings ------------------------------------------------------------------------------------
+
+void set_policy(policy p);       // process default (the environment still wins, see `policy`)
+
+// PTX -> SASS: the driver's cuLink (default; the only one that knows GPUs newer than the toolkit) or
+// nvJitLink (dlopen-ed libnvJitLink.so.13 / FATPACK_NVJITLINK; used where it knows the device's
+// architecture, cuLink otherwise). Default: FATPACK_JIT_BACKEND=culink|nvjitlink, else culink.
+enum class jit_backend { culink, nvjitlink };
+void set_jit_backend(jit_backend b);
+policy effective_policy();       // what a load without an explicit policy uses now
+// JIT threads (default: hardware threads, or FATPACK_JIT_THREADS). Takes effect before the first JIT.
+void set_jit_threads(unsigned n);
+
+// Log level: FATPACK_LOG=off|error|warn|info|debug (default off). Lines go to stderr, or to the
+// callback when one is set (then nothing goes to stderr). The callback is called with a lock held:
+// it must not call back into fatpack. set_log_callback(nullptr) restores stderr.
+void set_log_level(log_level level);
+log_level get_log_level();
+void set_log_callback(std::function<void(log_level, std::string_view line)> callback);
+
+}  // namespace fatpack

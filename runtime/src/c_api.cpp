@@ -1,0 +1,251 @@
+// The C API (fatpack/fatpack.h) over the C++ API. Errors: the status code is returned, the message
+// is kept per thread for fatpack_last_error(). Nothing here lets a C++ exception escape.
+#include "fatpack/fatpack.h"
+
+#include "fatpack/fatpack.hpp"
+
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+struct fatpack_module {
+  fatpack::module m;
+  std::string trace;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+thread_local int t_last_cuda_status = 0;
+
+fatpack_status fail(const fatpack::error& e) {
+  t_last_error = e.what();
+  t_last_cuda_status = e.cuda_status;
+  return static_cast<fatpack_status>(e.code);
+}
+
+fatpack_status fail(fatpack::errc code, const char* message) {
+  return fail(fatpack::error{code, 0, message, {}});
+}
+
+fatpack_status ok() {
+  t_last_error.clear();
+  t_last_cuda_status = 0;
+  return FATPACK_OK;
+}
+
+fatpack_status from(const fatpack::status& s) { return s ? ok() : fail(s.error()); }
+
+// Runs f, turning an escaping exception (bad_alloc, ...) into an error code.
+template <class F>
+fatpack_status guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (const fatpack::exception& e) {
+    return fail(e.error());
+  } catch (const std::bad_alloc&) {
+    return fail(fatpack::errc::cuda, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(fatpack::errc::invalid_argument, e.what());
+  } catch (...) {
+    return fail(fatpack::errc::invalid_argument, "unknown exception");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* fatpack_status_name(fatpack_status s) {
+  switch (s) {
+    case FATPACK_OK: return "FATPACK_OK";
+    case FATPACK_ERROR_NO_DRIVER: return "FATPACK_ERROR_NO_DRIVER";
+    case FATPACK_ERROR_DRIVER_TOO_OLD: return "FATPACK_ERROR_DRIVER_TOO_OLD";
+    case FATPACK_ERROR_DRIVER_SYMBOL_MISSING: return "FATPACK_ERROR_DRIVER_SYMBOL_MISSING";
+    case FATPACK_ERROR_NO_DEVICE: return "FATPACK_ERROR_NO_DEVICE";
+    case FATPACK_ERROR_INVALID_DEVICE: return "FATPACK_ERROR_INVALID_DEVICE";
+    case FATPACK_ERROR_NO_PACKAGES: return "FATPACK_ERROR_NO_PACKAGES";
+    case FATPACK_ERROR_NOT_FOUND: return "FATPACK_ERROR_NOT_FOUND";
+    case FATPACK_ERROR_AMBIGUOUS: return "FATPACK_ERROR_AMBIGUOUS";
+    case FATPACK_ERROR_NO_COMPATIBLE_ENTRY: return "FATPACK_ERROR_NO_COMPATIBLE_ENTRY";
+    case FATPACK_ERROR_LOAD_FAILED: return "FATPACK_ERROR_LOAD_FAILED";
+    case FATPACK_ERROR_JIT_FAILED: return "FATPACK_ERROR_JIT_FAILED";
+    case FATPACK_ERROR_BAD_PACKAGE: return "FATPACK_ERROR_BAD_PACKAGE";
+    case FATPACK_ERROR_IO: return "FATPACK_ERROR_IO";
+    case FATPACK_ERROR_INVALID_ARGUMENT: return "FATPACK_ERROR_INVALID_ARGUMENT";
+    case FATPACK_ERROR_CUDA: return "FATPACK_ERROR_CUDA";
+  }
+  return "FATPACK_ERROR_UNKNOWN";
+}
+
+const char* fatpack_last_error(void) { return t_last_error.c_str(); }
+int fatpack_last_cuda_status(void) { return t_last_cuda_status; }
+
+fatpack_status fatpack_init(void) {
+  return guarded([] { return from(fatpack::init()); });
+}
+
+fatpack_status fatpack_driver_version(int* version) {
+  return guarded([&] {
+    if (!version) return fail(fatpack::errc::invalid_argument, "fatpack_driver_version: null pointer");
+    auto v = fatpack::driver_version();
+    if (!v) return fail(v.error());
+    *version = *v;
+    return ok();
+  });
+}
+
+fatpack_status fatpack_device_count(int* count) {
+  return guarded([&] {
+    if (!count) return fail(fatpack::errc::invalid_argument, "fatpack_device_count: null pointer");
+    auto v = fatpack::device_count();
+    if (!v) return fail(v.error());
+    *count = *v;
+    return ok();
+  });
+}
+
+fatpack_status fatpack_get_device_info(int ordinal, fatpack_device_info* info) {
+  return guarded([&] {
+    if (!info) return fail(fatpack::errc::invalid_argument, "fatpack_get_device_info: null pointer");
+    auto d = fatpack::device(ordinal);
+    if (!d) return fail(d.error());
+    std::memset(info, 0, sizeof *info);
+    info->ordinal = d->ordinal;
+    info->cc_major = d->cc_major;
+    info->cc_minor = d->cc_minor;
+    info->integrated = d->integrated ? 1 : 0;
+    info->driver_version = d->driver_version;
+    std::strncpy(info->max_ptx_isa, d->max_ptx_isa.c_str(), sizeof info->max_ptx_isa - 1);
+    std::strncpy(info->name, d->name.c_str(), sizeof info->name - 1);
+    std::memcpy(info->uuid, d->uuid.data(), 16);
+    return ok();
+  });
+}
+
+fatpack_status fatpack_driver_entry_point(const char* symbol, int cuda_version, void** fn) {
+  return guarded([&] {
+    if (!fn) return fail(fatpack::errc::invalid_argument, "fatpack_driver_entry_point: null pointer");
+    auto r = fatpack::driver_entry_point(symbol, cuda_version);
+    if (!r) return fail(r.error());
+    *fn = *r;
+    return ok();
+  });
+}
+
+fatpack_status fatpack_add_package_file(const char* path) {
+  return guarded([&] {
+    if (!path) return fail(fatpack::errc::invalid_argument, "fatpack_add_package_file: null path");
+    return from(fatpack::add_package_file(path));
+  });
+}
+
+fatpack_status fatpack_add_package_memory(const void* data, size_t size, int copy) {
+  return guarded([&] {
+    return from(fatpack::add_package_memory(data, size, "memory",
+                                            copy ? fatpack::ownership::copy : fatpack::ownership::borrow));
+  });
+}
+
+fatpack_status fatpack_add_image(const void* data, size_t size, const char* module_name, const char* package_name) {
+  return guarded([&] {
+    if (!module_name) return fail(fatpack::errc::invalid_argument, "fatpack_add_image: null module name");
+    return from(fatpack::add_image(data, size, module_name, package_name ? package_name : ""));
+  });
+}
+
+fatpack_status fatpack_set_policy(fatpack_policy policy) {
+  return guarded([&] {
+    switch (policy) {
+      case FATPACK_POLICY_PREFER_SASS: fatpack::set_policy(fatpack::policy::prefer_sass); break;
+      case FATPACK_POLICY_FORCE_PTX: fatpack::set_policy(fatpack::policy::force_ptx); break;
+      case FATPACK_POLICY_SASS_ONLY: fatpack::set_policy(fatpack::policy::sass_only); break;
+      default: return fail(fatpack::errc::invalid_argument, "fatpack_set_policy: unknown policy");
+    }
+    return ok();
+  });
+}
+
+fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
+                                               fatpack_policy policy, fatpack_module** out) {
+  return guarded([&] {
+    if (!out) return fail(fatpack::errc::invalid_argument, "fatpack_load_module: null output pointer");
+    *out = nullptr;
+    if (!module_name) return fail(fatpack::errc::invalid_argument, "fatpack_load_module: null module name");
+    fatpack::load_options o;
+    o.device = device;
+    if (package) o.package = package;
+    switch (policy) {
+      case FATPACK_POLICY_DEFAULT: break;
+      case FATPACK_POLICY_PREFER_SASS: o.policy = fatpack::policy::prefer_sass; break;
+      case FATPACK_POLICY_FORCE_PTX: o.policy = fatpack::policy::force_ptx; break;
+      case FATPACK_POLICY_SASS_ONLY: o.policy = fatpack::policy::sass_only; break;
+      default: return fail(fatpack::errc::invalid_argument, "fatpack_load_module: unknown policy");
+    }
+    auto m = fatpack::load_module(module_name, o);
+    if (!m) return fail(m.error());
+    auto* h = new fatpack_module{std::move(m.value()), {}};
+    h->trace = h->m.report().trace();
+    *out = h;
+    return ok();
+  });
+}
+
+fatpack_status fatpack_load_module(const char* module_name, const char* package, int device, fatpack_module** out) {
+  return fatpack_load_module_with_policy(module_name, package, device, FATPACK_POLICY_DEFAULT, out);
+}
+
+void fatpack_module_release(fatpack_module* module) { delete module; }
+
+fatpack_status fatpack_module_function(const fatpack_module* module, const char* kernel, struct CUfunc_st** out) {
+  return guarded([&] {
+    if (!module || !kernel || !out) return fail(fatpack::errc::invalid_argument, "fatpack_module_function: null argument");
+    auto f = module->m.function(kernel);
+    if (!f) return fail(f.error());
+    *out = *f;
+    return ok();
+  });
+}
+
+struct CUmod_st* fatpack_module_handle(const fatpack_module* module) { return module ? module->m.handle() : nullptr; }
+struct CUctx_st* fatpack_module_context(const fatpack_module* module) { return module ? module->m.context() : nullptr; }
+int fatpack_module_device(const fatpack_module* module) { return module ? module->m.device() : -1; }
+const char* fatpack_module_report(const fatpack_module* module) { return module ? module->trace.c_str() : ""; }
+int fatpack_module_jit(const fatpack_module* module) { return module && module->m.report().jit ? 1 : 0; }
+
+}  // extern "C"
+
+namespace {
+std::mutex g_warm_mu;
+std::vector<fatpack::warm_handle> g_warms;
+}  // namespace
+
+extern "C" fatpack_status fatpack_warm_all(int device) {
+  return guarded([&] {
+    fatpack::warm_options o;
+    o.device = device;
+    auto h = fatpack::warm(o);
+    std::lock_guard<std::mutex> lock(g_warm_mu);
+    g_warms.push_back(std::move(h));
+    return ok();
+  });
+}
+
+extern "C" fatpack_status fatpack_warm_wait(void) {
+  return guarded([&] {
+    std::vector<fatpack::warm_handle> hs;
+    {
+      std::lock_guard<std::mutex> lock(g_warm_mu);
+      hs.swap(g_warms);
+    }
+    fatpack::status first;
+    for (auto& h : hs) {
+      auto s = h.wait();
+      if (!s && first.ok()) first = s;
+    }
+    return from(first);
+  });
+}

@@ -1,0 +1,104 @@
+// The CUDA driver, reached through dlopen + cuGetProcAddress (after jitify's LibCuda): no link-time
+// dependency on libcuda, so a product starts on a machine without a driver and gets one clear error.
+//
+// Policy:
+//  - The library is FATPACK_LIBCUDA when set (a bad override is an error, never a silent fall-back to
+//    the system driver), else "libcuda.so.1".
+//  - Only cuGetProcAddress_v2 is taken with dlsym; every other entry point comes from it with the ABI
+//    of CUDA 12.0 (`abi_version`), whose signatures are the ones cuda.h 13.0 declares for the calls
+//    used here. A missing entry point is an error that names it.
+//  - fatpack needs a driver for CUDA 12.0 or newer (cuGetProcAddress_v2, cuLink*_v2).
+//  - Loading happens once per process; the outcome (driver or error) is kept.
+//
+// Internal header: it includes cuda.h (types only; never link libcuda).
+#pragma once
+
+#include "fatpack/error.hpp"
+
+#include <cuda.h>
+
+#include <string>
+
+namespace fatpack::detail {
+
+// Every entry point the runtime calls. X(name): `name` is cuda.h's spelling (macros such as
+// cuLinkCreate -> cuLinkCreate_v2 apply to the member), #name the base name cuGetProcAddress wants.
+#define FATPACK_DRIVER_FUNCTIONS(X) \
+  X(cuInit)                         \
+  X(cuDriverGetVersion)             \
+  X(cuGetErrorName)                 \
+  X(cuGetErrorString)               \
+  X(cuDeviceGetCount)               \
+  X(cuDeviceGet)                    \
+  X(cuDeviceGetAttribute)           \
+  X(cuDeviceGetName)                \
+  X(cuDeviceGetUuid)                \
+  X(cuDevicePrimaryCtxRetain)       \
+  X(cuDevicePrimaryCtxRelease)      \
+  X(cuCtxPushCurrent)               \
+  X(cuCtxPopCurrent)                \
+  X(cuCtxGetCurrent)                \
+  X(cuCtxGetDevice)                 \
+  X(cuModuleLoadDataEx)             \
+  X(cuModuleUnload)                 \
+  X(cuModuleGetFunction)            \
+  X(cuLinkCreate)                   \
+  X(cuLinkAddData)                  \
+  X(cuLinkComplete)                 \
+  X(cuLinkDestroy)
+
+inline constexpr int abi_version = 12000;          // signatures requested from cuGetProcAddress
+inline constexpr int min_driver_version = 12000;   // oldest driver fatpack accepts
+
+struct driver {
+  std::string path;   // what was dlopen-ed
+  int version = 0;    // cuDriverGetVersion
+  using get_proc_fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  get_proc_fn get_proc = nullptr;
+#define FATPACK_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
+  FATPACK_DRIVER_FUNCTIONS(FATPACK_DRIVER_MEMBER)
+#undef FATPACK_DRIVER_MEMBER
+
+  // "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"
+  std::string describe(CUresult r) const;
+  // "<call>: <describe(r)>"
+  std::string call_failed(const char* call, CUresult r) const;
+  // "libcuda.so.1 (CUDA 13.0)"
+  std::string identify() const;
+};
+
+// Loads the driver once per process (thread-safe). The error is kept and returned again later.
+const result<const driver*>& load_driver();
+
+// The library path load_driver() uses: $FATPACK_LIBCUDA or "libcuda.so.1".
+std::string driver_path();
+
+// Name of a CUresult without a driver ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"); "CUDA_ERROR_<n>" for
+// codes not in the table.
+std::string cuda_error_name(int code);
+
+// An error caused by a CUresult.
+inline error cuda_error(errc code, CUresult r, std::string message, std::string log = {}) {
+  return error{code, static_cast<int>(r), std::move(message), std::move(log)};
+}
+
+// Pushes `ctx` on the calling thread for the scope (the caller's own current context is restored).
+class scoped_context {
+ public:
+  scoped_context(const driver& d, CUcontext ctx) : d_(d) { ok_ = d_.cuCtxPushCurrent(ctx) == CUDA_SUCCESS; }
+  ~scoped_context() {
+    if (ok_) {
+      CUcontext popped = nullptr;
+      (void)d_.cuCtxPopCurrent(&popped);
+    }
+  }
+  scoped_context(const scoped_context&) = delete;
+  scoped_context& operator=(const scoped_context&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  const driver& d_;
+  bool ok_ = false;
+};
+
+}  // namespace fatpack::detail

@@ -1,0 +1,306 @@
+// The JIT service (see jit_service.hpp for the policy).
+#include "jit_service.hpp"
+
+#include "clock.hpp"
+#include "jit_nvjitlink.hpp"
+#include "log.hpp"
+#include "os.hpp"
+#include "selection.hpp"
+#include "thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+namespace fatpack::detail {
+
+enum class task_state { queued, running, done };
+
+class jit_task {
+ public:
+  jit_task(jit_request r, std::string k) : req(std::move(r)), key(std::move(k)) {}
+  const jit_request req;
+  const std::string key;
+  std::mutex mu;
+  std::condition_variable cv;
+  task_state state = task_state::queued;
+  std::optional<result<jit_result>> outcome;
+
+  // queued -> running; false if someone else has it.
+  bool claim() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (state != task_state::queued) return false;
+    state = task_state::running;
+    return true;
+  }
+};
+
+namespace {
+
+std::shared_ptr<sass_cache>& cache_slot() {
+  static auto* c = new std::shared_ptr<sass_cache>(std::make_shared<null_sass_cache>());
+  return *c;
+}
+std::mutex& cache_mu() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+void set_sass_cache(std::shared_ptr<sass_cache> cache) {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  cache_slot() = cache ? std::move(cache) : std::make_shared<null_sass_cache>();
+}
+
+std::shared_ptr<sass_cache> get_sass_cache() {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  return cache_slot();
+}
+
+std::string jit_key::str() const {
+  std::string s = backend;
+  s += "|ptx=" + hex64(ptx_xxh3) + ":" + std::to_string(ptx_size);
+  s += "|src=" + ptx_target.str() + "@" + ptx_isa.str();
+  s += "|cc=" + std::to_string(target_arch);
+  s += target_variant == core::arch_variant::arch_specific ? "a" : target_variant == core::arch_variant::family ? "f" : "";
+  s += "|opt=" + options;
+  s += "|drv=" + std::to_string(driver_version);
+  return s;
+}
+
+jit_key make_jit_key(const jit_request& req) {
+  const auto& e = req.package->view.entries().at(req.entry);
+  jit_key k;
+  k.ptx_xxh3 = e.raw_xxh3;
+  k.ptx_size = e.raw_size;
+  k.ptx_target = e.target;
+  k.ptx_isa = e.ptx_isa;
+  k.target_arch = req.dev->arch;
+  // a/f PTX compiles to a/f SASS for the device; plain PTX to plain SASS.
+  k.target_variant = e.target.variant;
+  k.options = std::string(e.options);
+  k.backend = jit_backend_in_use() == jit_backend::nvjitlink ? "nvjitlink" : "culink";
+  k.driver_version = req.drv->version;
+  return k;
+}
+
+namespace {
+std::atomic<int> g_backend{-1};  // -1: not set through the API (FATPACK_JIT_BACKEND decides)
+}  // namespace
+
+jit_backend jit_backend_in_use() {
+  int b = g_backend.load();
+  if (b >= 0) return static_cast<jit_backend>(b);
+  const char* env = os::getenv("FATPACK_JIT_BACKEND");
+  return env && std::string(env) == "nvjitlink" ? jit_backend::nvjitlink : jit_backend::culink;
+}
+
+jit_service& jit_service::instance() {
+  static jit_service* s = new jit_service();  // leaked: pool threads may outlive static destruction
+  return *s;
+}
+
+void jit_service::set_threads(unsigned n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  threads_ = n;
+}
+
+std::size_t jit_service::compiles() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return compiles_;
+}
+
+thread_pool& jit_service::pool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pool_) {
+    unsigned n = threads_;
+    if (n == 0) {
+      const char* env = os::getenv("FATPACK_JIT_THREADS");
+      if (env && *env) n = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+    }
+    if (n == 0) n = os::hardware_threads();
+    // Leaked with the service; see thread_pool.hpp.
+    pool_.reset(new thread_pool(n));
+    log_line(log_level::debug, "JIT pool: " + std::to_string(n) + " threads");
+  }
+  return *pool_;
+}
+
+std::shared_ptr<jit_task> jit_service::get_or_create(const jit_request& req, bool& created) {
+  std::string key = make_jit_key(req).str();
+  std::lock_guard<std::mutex> lock(mu_);
+  created = false;
+  auto it = tasks_.find(key);
+  if (it != tasks_.end()) return it->second;
+  auto t = std::make_shared<jit_task>(req, key);
+  tasks_.emplace(key, t);
+  created = true;
+  return t;
+}
+
+void jit_service::run(const std::shared_ptr<jit_task>& t) {
+  const jit_request& req = t->req;
+  const auto& e = req.package->view.entries().at(req.entry);
+  std::string name = req.module + ": " + describe_target(e);
+
+  auto finish = [&](result<jit_result> r) {
+    bool ok = r.has_value();
+    {
+      std::lock_guard<std::mutex> lock(t->mu);
+      t->outcome.emplace(std::move(r));
+      t->state = task_state::done;
+    }
+    t->cv.notify_all();
+    if (!ok) {
+      // Forget failures: a later load may try again (the waiters have the error already).
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(t->key);
+      if (it != tasks_.end() && it->second == t) tasks_.erase(it);
+    }
+  };
+
+  auto cache = get_sass_cache();
+  auto cache_hit = [&](const jit_key& key) -> bool {
+    auto hit = cache->lookup(key);
+    if (!hit) return false;
+    jit_result jr;
+    jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(*hit));
+    jr.reused = jr.from_cache = true;
+    jr.path = key.backend + " (cache " + cache->name() + ")";
+    log_line(log_level::debug, "JIT cache hit (" + std::string(cache->name()) + "): " + name);
+    finish(std::move(jr));
+    return true;
+  };
+
+  // nvJitLink when asked for and usable; the key names the path that produces the bytes.
+  const nvjitlink_lib* nvj = nullptr;
+  if (jit_backend_in_use() == jit_backend::nvjitlink) {
+    const auto& lib = load_nvjitlink();
+    if (lib) {
+      nvj = *lib;
+    } else {
+      static std::once_flag warned;
+      std::call_once(warned, [&] { log_line(log_level::warn, lib.error().message + "; using the driver's cuLink JIT"); });
+    }
+  }
+  jit_key key = make_jit_key(req);
+  if (nvj) key.backend = "nvjitlink-" + std::to_string(nvj->major) + "." + std::to_string(nvj->minor);
+  if (cache_hit(key)) return;
+
+  jit_result jr;
+  stopwatch sw;
+  // Only this entry is decompressed; +1 for the NUL both JITs require.
+  std::vector<std::uint8_t> ptx(static_cast<std::size_t>(e.raw_size) + 1);
+  if (auto s = req.package->view.decompress_into(req.entry, ptx.data(), std::min(8u, os::hardware_threads())); !s) {
+    finish(error{errc::bad_package, 0, s.err().message, {}});
+    return;
+  }
+  ptx.back() = 0;
+  jr.decompress_ms = sw.ms();
+  const core::byte_span ptx_bytes(ptx.data(), ptx.size());
+  const jit_options opts = parse_jit_options(e.options);
+
+  result<jit_output> out = error{errc::jit_failed, 0, "no JIT ran", {}};
+  bool done = false;
+  if (nvj) {
+    bool arch_unknown = false;
+    out = nvjitlink_compile(*nvj, ptx_bytes, name, opts, req.dev->arch, e.target.variant, arch_unknown);
+    if (out) {
+      jr.path = nvj->identify();
+      done = true;
+    } else if (arch_unknown) {
+      // A GPU newer than this nvJitLink: only the driver knows it.
+      log_line(log_level::info, out.error().message + "; using the driver's cuLink JIT");
+      key.backend = "culink";
+      if (cache_hit(key)) return;
+    } else {
+      done = true;  // a real compile error: report it
+    }
+  }
+  if (!done) {
+    auto ctx = primary_context::retain(*req.drv, *req.dev);
+    if (!ctx) {
+      finish(ctx.error());
+      return;
+    }
+    scoped_context current(*req.drv, ctx->get());
+    if (!current.ok()) {
+      finish(error{errc::cuda, 0, req.dev->identify() + ": cannot make the primary context current for the JIT", {}});
+      return;
+    }
+    out = jit_link(*req.drv, ptx_bytes, name, opts, std::nullopt);
+    jr.path = "culink";
+  }
+  ptx.clear();
+  ptx.shrink_to_fit();
+  if (!out) {
+    error err = std::move(out).error();
+    err.message = req.dev->identify() + ": " + err.message;
+    finish(std::move(err));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++compiles_;
+  }
+  jr.jit_ms = out->wall_ms;
+  jr.info_log = std::move(out->info_log);
+  cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
+  jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(out->sass));
+  log_line(log_level::debug, "JIT " + name + " for " + req.dev->identify() + " via " + jr.path + ": " +
+                                 std::to_string(jr.jit_ms) + " ms, " + std::to_string(jr.sass->size()) + " bytes of SASS");
+  finish(std::move(jr));
+}
+
+result<jit_result> jit_service::wait(const std::shared_ptr<jit_task>& t) {
+  bool mine = t->claim();
+  if (mine) run(t);
+  std::unique_lock<std::mutex> lock(t->mu);
+  t->cv.wait(lock, [&] { return t->state == task_state::done; });
+  result<jit_result> r = *t->outcome;  // a copy: several waiters
+  if (r && !mine) {
+    r->reused = true;
+    r->jit_ms = 0;
+    r->decompress_ms = 0;
+  }
+  return r;
+}
+
+bool jit_task_done(const std::shared_ptr<jit_task>& t) {
+  std::lock_guard<std::mutex> lock(t->mu);
+  return t->state == task_state::done;
+}
+
+result<jit_result> jit_service::compile(const jit_request& req) {
+  bool created = false;
+  auto t = get_or_create(req, created);
+  return wait(t);
+}
+
+std::shared_ptr<jit_task> jit_service::enqueue(const jit_request& req) {
+  bool created = false;
+  auto t = get_or_create(req, created);
+  if (created) {
+    pool().submit([this, t] {
+      if (t->claim()) run(t);
+    });
+  }
+  return t;
+}
+
+}  // namespace fatpack::detail
+
+namespace fatpack {
+
+void set_jit_backend(jit_backend b) { detail::g_backend.store(static_cast<int>(b)); }
+
+}  // namespace fatpack

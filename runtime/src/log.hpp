@@ -1,0 +1,19 @@
+// Logging: FATPACK_LOG=off|error|warn|info|debug (default off: errors are returned as values, a
+// library does not write to stderr unasked). Each line is "fatpack: <level>: <text>" on stderr, or
+// goes to the callback set through fatpack::set_log_callback (then nothing is written to stderr).
+#pragma once
+
+#include "fatpack/fatpack.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace fatpack::detail {
+
+// True when lines of `level` are emitted (cheap: lets callers skip building the text).
+bool log_enabled(log_level level);
+// Emits one or more lines (split at '\n'), each prefixed.
+void log_line(log_level level, std::string_view text);
+const char* log_level_name(log_level level);
+
+}  // namespace fatpack::detail

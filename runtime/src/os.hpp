@@ -1,0 +1,62 @@
+// The runtime's operating-system seam (design.md §7): loading a shared library and mapping a file
+// read-only. Everything else in runtime/ is portable C++; a Windows or macOS port replaces
+// os_posix.cpp and nothing else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace fatpack::detail::os {
+
+// A shared library kept open for the life of the process (never closed: the driver must outlive
+// every static object that may still call into it at exit).
+struct library {
+  void* handle = nullptr;
+};
+
+// Opens `path` (RTLD_NOW | RTLD_LOCAL). On failure returns a null handle and sets `why` to the
+// loader's message (dlerror()).
+library open_library(const std::string& path, std::string& why);
+// The address of `symbol`, or null.
+void* find_symbol(const library& lib, const char* symbol);
+
+// A read-only mapping of a whole file; unmapped when the last owner goes away.
+class mapped_file {
+ public:
+  virtual ~mapped_file() = default;
+  virtual const std::uint8_t* data() const = 0;
+  virtual std::size_t size() const = 0;
+};
+// Maps `path`; on failure returns null and sets `why` ("No such file or directory").
+std::shared_ptr<const mapped_file> map_file(const std::string& path, std::string& why);
+
+// True on NVIDIA's Tegra/Jetson platforms (L4T writes /etc/nv_tegra_release), where SASS has no
+// minor-version compatibility. Other integrated GPUs are not Tegra.
+bool is_tegra_platform();
+
+// A temporary buffer for one decompressed entry, freed on destruction. The seam where a faster
+// allocation strategy goes (tried: mmap with MAP_POPULATE, slower on the H200 VM than the heap).
+class scratch_buffer {
+ public:
+  explicit scratch_buffer(std::size_t size);
+  ~scratch_buffer();
+  scratch_buffer(const scratch_buffer&) = delete;
+  scratch_buffer& operator=(const scratch_buffer&) = delete;
+  std::uint8_t* data() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  std::uint8_t* p_ = nullptr;
+  std::size_t size_ = 0;
+  bool mapped_ = false;
+};
+
+// Number of hardware threads (>= 1).
+unsigned hardware_threads();
+
+// The value of an environment variable, or null.
+const char* getenv(const char* name);
+
+}  // namespace fatpack::detail::os

@@ -1,0 +1,794 @@
+// fakecuda: a test-only stand-in for libcuda.so.1, loaded by fatpack through FATPACK_LIBCUDA.
+//
+// It exports cuGetProcAddress / cuGetProcAddress_v2 (the only symbols fatpack takes with dlsym) and
+// answers the driver entry points fatpack uses. It models what the real driver checks, so that the
+// runtime's selection, fallback and JIT orchestration can be tested on a machine without a GPU:
+//  - module loads validate the image: a cubin (ELF, e_machine 190) must be for the device's CC
+//    (same major, minor <= device; `a` cubins for exactly that CC), else CUDA_ERROR_NO_BINARY_FOR_GPU;
+//    PTX must not be newer than the JIT's ISA limit (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222);
+//  - the "JIT" (cuLinkCreate/AddData/Complete) checks ISA and target like ptxas and returns a
+//    deterministic fake cubin derived from the PTX: a valid ELF with e_machine 190, the SM in e_flags,
+//    an .nv.compat record (arch-specific flag) and one STT_FUNC symbol per .entry, so fatpack's own
+//    cubin parser reads it and the fake's module load accepts it.
+//
+// Configuration (environment):
+//   FAKECUDA_DEVICES=90,86        CC per device (major*10+minor; "9.0" also accepted); "" = no device
+//   FAKECUDA_DRIVER_VERSION=13000 what cuDriverGetVersion returns
+//   FAKECUDA_MAX_PTX_ISA=9.0      highest PTX ISA the JIT accepts (default: from the driver version)
+//   FAKECUDA_JIT_DELAY_MS=0       time each JIT takes
+//   FAKECUDA_FAIL_JIT=1           every JIT fails (CUDA_ERROR_INVALID_PTX, with an error log)
+//   FAKECUDA_FAIL_LOAD=list       module loads of these images fail with CUDA_ERROR_INVALID_IMAGE:
+//                                 "all", "sass" / "sm_90"... (shipped cubins), "ptx" (PTX given to
+//                                 cuModuleLoadData), "jit" (cubins made by the fake JIT)
+//   FAKECUDA_JIT_LOG=/path        each JIT appends one line "<pid> <how> sm_<NN> <ptx-hash> <name>"
+//   FAKECUDA_MISSING=cuLinkCreate,... entry points cuGetProcAddress pretends not to have
+//   FAKECUDA_INIT_ERROR=<code>    cuInit returns this CUresult
+//   FAKECUDA_INTEGRATED=1         devices report CU_DEVICE_ATTRIBUTE_INTEGRATED
+// Static settings (devices, version) are read once; the failure knobs on every call, so a test can
+// switch them between loads.
+//
+// Introspection for in-process tests: fakecuda_jit_count(), fakecuda_module_loads(),
+// fakecuda_live_modules(), fakecuda_primary_refcount(dev).
+#include <cuda.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#undef cuGetProcAddress
+
+namespace {
+
+// ---- configuration ------------------------------------------------------------------------------
+
+struct isa {
+  int major = 0, minor = 0;
+  bool operator>(const isa& o) const { return major != o.major ? major > o.major : minor > o.minor; }
+  std::string str() const { return std::to_string(major) + "." + std::to_string(minor); }
+};
+
+isa parse_isa(const char* s) {
+  isa v;
+  if (s) std::sscanf(s, "%d.%d", &v.major, &v.minor);
+  return v;
+}
+
+isa isa_for_driver(int version) {
+  int major = version / 1000, minor = (version % 1000) / 10;
+  if (major >= 13) return {9, minor};
+  if (major == 12) {
+    if (minor <= 5) return {8, minor};
+    return {8, minor - 1};  // 12.7 -> 8.6, 12.8 -> 8.7, 12.9 -> 8.8
+  }
+  if (major == 11) return {7, minor};
+  return {6, 0};
+}
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+struct static_config {
+  std::vector<int> devices;
+  int driver_version = 13000;
+  bool integrated = false;
+};
+
+const static_config& cfg() {
+  static const static_config c = [] {
+    static_config c;
+    const char* d = std::getenv("FAKECUDA_DEVICES");
+    std::string list = d ? d : "90";
+    std::size_t pos = 0;
+    while (pos < list.size()) {
+      std::size_t comma = list.find(',', pos);
+      std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      if (!item.empty()) {
+        int cc = 0;
+        if (item.find('.') != std::string::npos) {
+          int a = 0, b = 0;
+          std::sscanf(item.c_str(), "%d.%d", &a, &b);
+          cc = a * 10 + b;
+        } else {
+          cc = std::atoi(item.c_str());
+        }
+        if (cc > 0) c.devices.push_back(cc);
+      }
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    if (*env("FAKECUDA_DRIVER_VERSION")) c.driver_version = std::atoi(env("FAKECUDA_DRIVER_VERSION"));
+    c.integrated = std::strcmp(env("FAKECUDA_INTEGRATED"), "1") == 0;
+    return c;
+  }();
+  return c;
+}
+
+isa max_isa() {
+  const char* v = std::getenv("FAKECUDA_MAX_PTX_ISA");
+  return v && *v ? parse_isa(v) : isa_for_driver(cfg().driver_version);
+}
+
+bool list_has(const char* list, const std::string& item) {
+  std::string l = list;
+  std::size_t pos = 0;
+  while (pos <= l.size()) {
+    std::size_t comma = l.find(',', pos);
+    if (l.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos) == item) return true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+// ---- objects ------------------------------------------------------------------------------------
+
+struct fake_ctx {
+  int device = 0;
+  int refcount = 0;
+};
+
+struct fake_function;
+struct fake_module {
+  fake_ctx* ctx = nullptr;
+  std::vector<std::string> kernels;
+  std::map<std::string, fake_function*> functions;
+};
+struct fake_function {
+  fake_module* module = nullptr;
+  std::string name;
+};
+
+struct fake_link {
+  fake_ctx* ctx = nullptr;
+  char* info = nullptr;
+  std::size_t info_size = 0;
+  char* err = nullptr;
+  std::size_t err_size = 0;
+  int target = 0;  // CU_JIT_TARGET value, 0: from the context
+  std::vector<std::uint8_t> ptx;
+  std::string name;
+  std::vector<std::uint8_t> cubin;
+};
+
+std::mutex g_mu;
+bool g_initialized = false;
+std::vector<fake_ctx> g_primary;  // one per device
+std::atomic<int> g_jit_count{0};
+std::atomic<int> g_module_loads{0};
+std::atomic<int> g_live_modules{0};
+thread_local std::vector<fake_ctx*> t_ctx_stack;
+
+fake_ctx* current() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
+
+void write_log(char* buf, std::size_t size, const std::string& text) {
+  if (!buf || size == 0) return;
+  std::size_t n = std::min(size - 1, text.size());
+  std::memcpy(buf, text.data(), n);
+  buf[n] = 0;
+}
+
+std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+void record_jit(const char* how, int sm, bool arch_specific, std::uint64_t hash, const std::string& name) {
+  ++g_jit_count;
+  const char* path = std::getenv("FAKECUDA_JIT_LOG");
+  if (!path || !*path) return;
+  char line[512];
+  int n = std::snprintf(line, sizeof line, "%d %s sm_%d%s %016llx %s\n", static_cast<int>(getpid()), how, sm,
+                        arch_specific ? "a" : "", static_cast<unsigned long long>(hash), name.c_str());
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  // One write() of a short line with O_APPEND: lines from concurrent processes do not interleave.
+  ssize_t w = ::write(fd, line, static_cast<std::size_t>(std::min(n, static_cast<int>(sizeof line) - 1)));
+  (void)w;
+  ::close(fd);
+}
+
+// ---- PTX ----------------------------------------------------------------------------------------
+
+struct ptx_info {
+  bool ok = false;
+  isa version;
+  int target = 0;           // 80 for sm_80 / compute_80
+  bool arch_specific = false;
+  int version_line = 0;
+  std::vector<std::string> entries;
+};
+
+ptx_info parse_ptx(const std::uint8_t* p, std::size_t n) {
+  ptx_info info;
+  std::string text(reinterpret_cast<const char*>(p), strnlen(reinterpret_cast<const char*>(p), n));
+  std::size_t pos = 0;
+  int line_no = 0;
+  bool have_version = false, have_target = false;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    ++line_no;
+    std::size_t s = line.find_first_not_of(" \t");
+    std::string t = s == std::string::npos ? "" : line.substr(s);
+    if (t.rfind(".version", 0) == 0) {
+      info.version = parse_isa(t.c_str() + 8);
+      info.version_line = line_no;
+      have_version = true;
+    } else if (t.rfind(".target", 0) == 0) {
+      const char* sm = std::strstr(t.c_str(), "sm_");
+      if (sm) {
+        info.target = std::atoi(sm + 3);
+        const char* q = sm + 3;
+        while (*q >= '0' && *q <= '9') ++q;
+        info.arch_specific = *q == 'a';
+        have_target = true;
+      }
+    } else {
+      std::size_t e = t.find(".entry");
+      if (e != std::string::npos) {
+        std::size_t a = t.find_first_not_of(" \t", e + 6);
+        std::size_t b = a == std::string::npos ? a : t.find_first_of(" \t(", a);
+        if (a != std::string::npos) info.entries.push_back(t.substr(a, b == std::string::npos ? std::string::npos : b - a));
+      }
+    }
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  info.ok = have_version && have_target;
+  return info;
+}
+
+// ---- ELF ------------------------------------------------------------------------------------------
+
+template <class T>
+void put(std::vector<std::uint8_t>& out, std::size_t off, T v) {
+  std::memcpy(out.data() + off, &v, sizeof v);
+}
+template <class T>
+T get(const std::uint8_t* p, std::size_t off) {
+  T v;
+  std::memcpy(&v, p + off, sizeof v);
+  return v;
+}
+
+// A fake cubin: ELF64, e_machine 190 (EM_CUDA), SM in e_flags bits 8-15 (like nvcc's), sections
+// .shstrtab .strtab .symtab .nv.compat .fakecuda .text.<kernel>..., one global STT_FUNC per kernel
+// (st_other 0x10, as nvcc marks entry functions).
+std::vector<std::uint8_t> make_cubin(int sm, bool arch_specific, const std::vector<std::string>& kernels,
+                                     std::uint64_t ptx_hash, const std::string& note) {
+  struct section {
+    std::string name;
+    std::uint32_t type;
+    std::uint64_t flags;
+    std::vector<std::uint8_t> data;
+    std::uint32_t link = 0, info = 0;
+    std::uint64_t entsize = 0, align = 1;
+  };
+  std::vector<section> secs;
+  secs.push_back({"", 0, 0, {}});
+  secs.push_back({".shstrtab", 3, 0, {}});
+  secs.push_back({".strtab", 3, 0, {}});
+  secs.push_back({".symtab", 2, 0, {}, 2, 1, 24, 8});
+  std::vector<std::uint8_t> compat = {0x02, 0x09, static_cast<std::uint8_t>(arch_specific ? 1 : 0), 0x00, 0, 0, 0, 0};
+  secs.push_back({".nv.compat", 0x70000086u, 0, compat, 0, 0, 0, 4});
+  std::vector<std::uint8_t> notebytes(note.begin(), note.end());
+  secs.push_back({".fakecuda", 1, 0, notebytes});
+  const std::size_t first_text = secs.size();
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    std::vector<std::uint8_t> body(16);
+    std::uint64_t h = ptx_hash ^ (0x9E3779B97F4A7C15ull * (i + 1));
+    std::memcpy(body.data(), &h, 8);
+    std::memcpy(body.data() + 8, &h, 8);
+    secs.push_back({".text." + kernels[i], 1, 0x6 /* AX */, body, 3, 0, 0, 128});
+  }
+  // String tables.
+  std::vector<std::uint8_t>& shstr = secs[1].data;
+  std::vector<std::uint32_t> name_off;
+  shstr.push_back(0);
+  for (auto& s : secs) {
+    if (s.name.empty()) {
+      name_off.push_back(0);
+      continue;
+    }
+    name_off.push_back(static_cast<std::uint32_t>(shstr.size()));
+    shstr.insert(shstr.end(), s.name.begin(), s.name.end());
+    shstr.push_back(0);
+  }
+  std::vector<std::uint8_t>& str = secs[2].data;
+  str.push_back(0);
+  std::vector<std::uint8_t>& sym = secs[3].data;
+  sym.assign(24, 0);  // null symbol
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    std::uint32_t off = static_cast<std::uint32_t>(str.size());
+    str.insert(str.end(), kernels[i].begin(), kernels[i].end());
+    str.push_back(0);
+    std::vector<std::uint8_t> s(24, 0);
+    std::memcpy(s.data(), &off, 4);
+    s[4] = 0x12;  // STB_GLOBAL, STT_FUNC
+    s[5] = 0x10;  // STO_CUDA_ENTRY
+    std::uint16_t shndx = static_cast<std::uint16_t>(first_text + i);
+    std::memcpy(s.data() + 6, &shndx, 2);
+    std::uint64_t size = 16;
+    std::memcpy(s.data() + 16, &size, 8);
+    sym.insert(sym.end(), s.begin(), s.end());
+  }
+  // Layout: header, section data (aligned), section headers.
+  std::vector<std::uint8_t> out(64, 0);
+  std::vector<std::uint64_t> offsets(secs.size(), 0);
+  for (std::size_t i = 1; i < secs.size(); ++i) {
+    std::uint64_t a = secs[i].align ? secs[i].align : 1;
+    while (out.size() % a) out.push_back(0);
+    offsets[i] = out.size();
+    out.insert(out.end(), secs[i].data.begin(), secs[i].data.end());
+  }
+  while (out.size() % 8) out.push_back(0);
+  std::uint64_t shoff = out.size();
+  out.resize(shoff + 64 * secs.size(), 0);
+  for (std::size_t i = 1; i < secs.size(); ++i) {
+    std::size_t h = shoff + 64 * i;
+    put<std::uint32_t>(out, h + 0, name_off[i]);
+    put<std::uint32_t>(out, h + 4, secs[i].type);
+    put<std::uint64_t>(out, h + 8, secs[i].flags);
+    put<std::uint64_t>(out, h + 24, offsets[i]);
+    put<std::uint64_t>(out, h + 32, secs[i].data.size());
+    put<std::uint32_t>(out, h + 40, secs[i].link);
+    put<std::uint32_t>(out, h + 44, secs[i].info);
+    put<std::uint64_t>(out, h + 48, secs[i].align);
+    put<std::uint64_t>(out, h + 56, secs[i].entsize);
+  }
+  const std::uint8_t ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x41, 8, 0, 0, 0, 0, 0, 0, 0};
+  std::memcpy(out.data(), ident, 16);
+  put<std::uint16_t>(out, 16, 2);    // ET_EXEC
+  put<std::uint16_t>(out, 18, 190);  // EM_CUDA
+  put<std::uint32_t>(out, 20, 1);
+  std::uint32_t flags = 0x06000000u | (static_cast<std::uint32_t>(sm) << 8) | (sm >= 100 ? 0x02u : 0x04u);
+  put<std::uint32_t>(out, 48, flags);
+  put<std::uint64_t>(out, 40, shoff);
+  put<std::uint16_t>(out, 52, 64);  // e_ehsize
+  put<std::uint16_t>(out, 58, 64);  // e_shentsize
+  put<std::uint16_t>(out, 60, static_cast<std::uint16_t>(secs.size()));
+  put<std::uint16_t>(out, 62, 1);   // e_shstrndx
+  return out;
+}
+
+struct cubin_info {
+  bool ok = false;
+  int sm = 0;
+  bool arch_specific = false;
+  bool from_fake_jit = false;
+  std::vector<std::string> kernels;
+};
+
+// Reads what the fake (and nvcc) put in a cubin, bounds-checked. `n` may be unknown (cuModuleLoadData
+// gets no size): then the ELF's own section header table bounds it.
+cubin_info parse_cubin(const std::uint8_t* p) {
+  cubin_info info;
+  if (!(p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') || p[4] != 2) return info;
+  if (get<std::uint16_t>(p, 18) != 190) return info;
+  std::uint32_t flags = get<std::uint32_t>(p, 48);
+  info.sm = static_cast<int>((flags >> 8) & 0xff);
+  std::uint64_t shoff = get<std::uint64_t>(p, 40);
+  std::uint16_t shnum = get<std::uint16_t>(p, 60);
+  std::uint16_t shstrndx = get<std::uint16_t>(p, 62);
+  if (shnum == 0 || shnum > 4096 || shstrndx >= shnum) return info;
+  auto sh = [&](std::size_t i) { return p + shoff + 64 * i; };
+  const std::uint8_t* shstr = p + get<std::uint64_t>(sh(shstrndx), 24);
+  for (std::size_t i = 1; i < shnum; ++i) {
+    const char* name = reinterpret_cast<const char*>(shstr + get<std::uint32_t>(sh(i), 0));
+    std::uint32_t type = get<std::uint32_t>(sh(i), 4);
+    std::uint64_t off = get<std::uint64_t>(sh(i), 24);
+    std::uint64_t size = get<std::uint64_t>(sh(i), 32);
+    if (std::strcmp(name, ".nv.compat") == 0) {
+      for (std::uint64_t k = 0; k + 4 <= size; k += 4) {
+        const std::uint8_t* r = p + off + k;
+        if (r[0] == 0x02 && r[1] == 0x09 && r[2] == 1) info.arch_specific = true;
+        if (r[0] == 0) break;
+      }
+    } else if (std::strcmp(name, ".fakecuda") == 0) {
+      info.from_fake_jit = true;
+    } else if (type == 2 /* SHT_SYMTAB */) {
+      std::uint32_t link = get<std::uint32_t>(sh(i), 40);
+      if (link >= shnum) return info;
+      const std::uint8_t* str = p + get<std::uint64_t>(sh(link), 24);
+      for (std::uint64_t k = 24; k + 24 <= size; k += 24) {
+        const std::uint8_t* s = p + off + k;
+        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) == 1 /* GLOBAL */ && (s[5] & 0x10))
+          info.kernels.emplace_back(reinterpret_cast<const char*>(str + get<std::uint32_t>(s, 0)));
+      }
+    }
+  }
+  info.ok = true;
+  return info;
+}
+
+std::string sm_name(int sm, bool a) { return "sm_" + std::to_string(sm) + (a ? "a" : ""); }
+
+// ---- the JIT ------------------------------------------------------------------------------------
+
+// ptxas's checks, then a fake cubin. Returns the CUresult; fills log.
+CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int target_override, const std::string& name,
+                  const char* how, std::vector<std::uint8_t>& cubin, std::string& err_log, std::string& info_log) {
+  ptx_info pi = parse_ptx(ptx, n);
+  if (!pi.ok) {
+    err_log = "ptxas application ptx input, line 1; fatal : Parsing error: no .version/.target (fakecuda)";
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  isa limit = max_isa();
+  if (pi.version > limit) {
+    err_log = "ptxas application ptx input, line " + std::to_string(pi.version_line) + "; fatal : Unsupported .version " +
+              pi.version.str() + "; current version is '" + limit.str() + "'";
+    return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  }
+  int target = target_override ? target_override : device_cc;
+  if (pi.target > target || (pi.arch_specific && pi.target != target) ||
+      (target / 10 != pi.target / 10 && pi.target > target)) {
+    err_log = "ptxas application ptx input: fatal : SM version specified by .target (" + sm_name(pi.target, pi.arch_specific) +
+              ") is higher than the target (" + sm_name(target, false) + ") (fakecuda)";
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  if (std::strcmp(env("FAKECUDA_FAIL_JIT"), "1") == 0) {
+    err_log = "ptxas fatal : fakecuda: FAKECUDA_FAIL_JIT=1";
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  int delay = std::atoi(env("FAKECUDA_JIT_DELAY_MS"));
+  if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+  std::uint64_t h = fnv1a(ptx, strnlen(reinterpret_cast<const char*>(ptx), n));
+  char note[160];
+  std::snprintf(note, sizeof note, "fakecuda jit: ptx=%016llx isa=%s from=compute_%d to=%s",
+                static_cast<unsigned long long>(h), pi.version.str().c_str(), pi.target,
+                sm_name(target, pi.arch_specific).c_str());
+  cubin = make_cubin(target, pi.arch_specific, pi.entries, h, note);
+  info_log = "ptxas info    : fakecuda compiled " + std::to_string(pi.entries.size()) + " entries of '" + name + "' for " +
+             sm_name(target, pi.arch_specific);
+  record_jit(how, target, pi.arch_specific, h, name);
+  return CUDA_SUCCESS;
+}
+
+// ---- entry points ---------------------------------------------------------------------------------
+
+CUresult fk_cuInit(unsigned int) {
+  int e = std::atoi(env("FAKECUDA_INIT_ERROR"));
+  if (e) return static_cast<CUresult>(e);
+  if (cfg().devices.empty()) return CUDA_ERROR_NO_DEVICE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_initialized) {
+    g_primary.resize(cfg().devices.size());
+    for (std::size_t i = 0; i < g_primary.size(); ++i) g_primary[i].device = static_cast<int>(i);
+    g_initialized = true;
+  }
+  return CUDA_SUCCESS;
+}
+
+bool ready() { return g_initialized; }
+
+CUresult fk_cuDriverGetVersion(int* v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = cfg().driver_version;
+  return CUDA_SUCCESS;
+}
+
+struct err_name {
+  CUresult r;
+  const char* name;
+  const char* text;
+};
+const err_name k_errs[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+};
+
+CUresult fk_cuGetErrorName(CUresult r, const char** s) {
+  for (const auto& e : k_errs)
+    if (e.r == r) {
+      *s = e.name;
+      return CUDA_SUCCESS;
+    }
+  *s = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult fk_cuGetErrorString(CUresult r, const char** s) {
+  for (const auto& e : k_errs)
+    if (e.r == r) {
+      *s = e.text;
+      return CUDA_SUCCESS;
+    }
+  *s = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult fk_cuDeviceGetCount(int* n) {
+  if (!ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  *n = static_cast<int>(cfg().devices.size());
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuDeviceGet(CUdevice* d, int ordinal) {
+  if (!ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ordinal < 0 || ordinal >= static_cast<int>(cfg().devices.size())) return CUDA_ERROR_INVALID_DEVICE;
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+bool valid_dev(CUdevice d) { return ready() && d >= 0 && d < static_cast<int>(cfg().devices.size()); }
+
+CUresult fk_cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  int cc = cfg().devices[static_cast<std::size_t>(d)];
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = cc / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = cc % 10; break;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED: *v = cfg().integrated ? 1 : 0; break;
+    default: *v = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuDeviceGetName(char* name, int len, CUdevice d) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<std::size_t>(len), "FakeCUDA GPU %d (CC %d.%d)", d, cfg().devices[static_cast<std::size_t>(d)] / 10,
+                cfg().devices[static_cast<std::size_t>(d)] % 10);
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuDeviceGetUuid(CUuuid* u, CUdevice d) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  for (int i = 0; i < 16; ++i) u->bytes[i] = static_cast<char>(0xf0 + d + i);
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& pc = g_primary[static_cast<std::size_t>(d)];
+  ++pc.refcount;
+  *c = reinterpret_cast<CUcontext>(&pc);
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuDevicePrimaryCtxRelease(CUdevice d) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& pc = g_primary[static_cast<std::size_t>(d)];
+  if (pc.refcount <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  --pc.refcount;
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuCtxPushCurrent(CUcontext c) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  auto* fc = reinterpret_cast<fake_ctx*>(c);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (fc->refcount <= 0) return CUDA_ERROR_INVALID_CONTEXT;  // a released primary context is inactive
+  }
+  t_ctx_stack.push_back(fc);
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuCtxPopCurrent(CUcontext* c) {
+  if (t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c) *c = reinterpret_cast<CUcontext>(t_ctx_stack.back());
+  t_ctx_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuCtxGetCurrent(CUcontext* c) {
+  *c = reinterpret_cast<CUcontext>(current());
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuCtxGetDevice(CUdevice* d) {
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = current()->device;
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuCtxSetCurrent(CUcontext c) {
+  if (!t_ctx_stack.empty()) t_ctx_stack.pop_back();
+  if (c) t_ctx_stack.push_back(reinterpret_cast<fake_ctx*>(c));
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, CUjit_option* keys, void** vals) {
+  fake_ctx* ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!image || !m) return CUDA_ERROR_INVALID_VALUE;
+  char* err = nullptr;
+  std::size_t err_size = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    if (keys[i] == CU_JIT_ERROR_LOG_BUFFER) err = static_cast<char*>(vals[i]);
+    if (keys[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) err_size = reinterpret_cast<std::uintptr_t>(vals[i]);
+  }
+  const auto* p = static_cast<const std::uint8_t*>(image);
+  int cc = cfg().devices[static_cast<std::size_t>(ctx->device)];
+  const char* fail = env("FAKECUDA_FAIL_LOAD");
+  std::vector<std::string> kernels;
+  if (p[0] == 0x7f && p[1] == 'E') {
+    cubin_info ci = parse_cubin(p);
+    if (!ci.ok) return CUDA_ERROR_INVALID_IMAGE;
+    std::string name = sm_name(ci.sm, ci.arch_specific);
+    // "sm_90" / "sass" name SASS shipped in a package; "jit" names cubins the fake JIT made.
+    if (list_has(fail, "all") || (!ci.from_fake_jit && (list_has(fail, "sass") || list_has(fail, name))) ||
+        (ci.from_fake_jit && list_has(fail, "jit"))) {
+      write_log(err, err_size, "fakecuda: FAKECUDA_FAIL_LOAD refuses " + name);
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    bool fits = ci.arch_specific ? ci.sm == cc : (ci.sm / 10 == cc / 10 && ci.sm % 10 <= cc % 10);
+    if (!fits) {
+      write_log(err, err_size, "fakecuda: " + name + " SASS cannot run on CC " + std::to_string(cc / 10) + "." +
+                                   std::to_string(cc % 10));
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    kernels = ci.kernels;
+  } else if (std::strstr(static_cast<const char*>(image), ".version")) {
+    if (list_has(fail, "all") || list_has(fail, "ptx")) return CUDA_ERROR_INVALID_IMAGE;
+    std::vector<std::uint8_t> cubin;
+    std::string elog, ilog;
+    std::size_t len = std::strlen(static_cast<const char*>(image)) + 1;
+    CUresult r = fake_jit(p, len, cc, 0, "module", "module-load", cubin, elog, ilog);
+    if (r != CUDA_SUCCESS) {
+      write_log(err, err_size, elog);
+      return r;
+    }
+    kernels = parse_cubin(cubin.data()).kernels;
+  } else {
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  auto* mod = new fake_module();
+  mod->ctx = ctx;
+  mod->kernels = std::move(kernels);
+  ++g_module_loads;
+  ++g_live_modules;
+  *m = reinterpret_cast<CUmodule>(mod);
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuModuleUnload(CUmodule m) {
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  auto* mod = reinterpret_cast<fake_module*>(m);
+  for (auto& f : mod->functions) delete f.second;
+  delete mod;
+  --g_live_modules;
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  if (!m || !name || !f) return CUDA_ERROR_INVALID_VALUE;
+  auto* mod = reinterpret_cast<fake_module*>(m);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (std::find(mod->kernels.begin(), mod->kernels.end(), name) == mod->kernels.end()) return CUDA_ERROR_NOT_FOUND;
+  auto& slot = mod->functions[name];
+  if (!slot) slot = new fake_function{mod, name};
+  *f = reinterpret_cast<CUfunction>(slot);
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuLinkCreate(unsigned int n, CUjit_option* keys, void** vals, CUlinkState* out) {
+  fake_ctx* ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  auto* l = new fake_link();
+  l->ctx = ctx;
+  for (unsigned i = 0; i < n; ++i) {
+    auto v = reinterpret_cast<std::uintptr_t>(vals[i]);
+    switch (keys[i]) {
+      case CU_JIT_INFO_LOG_BUFFER: l->info = static_cast<char*>(vals[i]); break;
+      case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: l->info_size = v; break;
+      case CU_JIT_ERROR_LOG_BUFFER: l->err = static_cast<char*>(vals[i]); break;
+      case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: l->err_size = v; break;
+      case CU_JIT_TARGET: l->target = static_cast<int>(v & 0xffff); break;
+      default: break;
+    }
+  }
+  *out = reinterpret_cast<CUlinkState>(l);
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuLinkAddData(CUlinkState s, CUjitInputType type, void* data, size_t size, const char* name, unsigned int,
+                          CUjit_option*, void**) {
+  auto* l = reinterpret_cast<fake_link*>(s);
+  if (!l || !data) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_JIT_INPUT_PTX) return CUDA_ERROR_INVALID_VALUE;
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  if (size == 0 || p[size - 1] != 0) {
+    write_log(l->err, l->err_size, "fakecuda: PTX passed to cuLinkAddData is not NUL-terminated");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  l->name = name ? name : "";
+  int cc = cfg().devices[static_cast<std::size_t>(l->ctx->device)];
+  std::string elog, ilog;
+  CUresult r = fake_jit(p, size, cc, l->target, l->name, "culink", l->cubin, elog, ilog);
+  if (r != CUDA_SUCCESS) {
+    write_log(l->err, l->err_size, elog);
+    return r;
+  }
+  write_log(l->info, l->info_size, ilog);
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuLinkComplete(CUlinkState s, void** cubin, size_t* size) {
+  auto* l = reinterpret_cast<fake_link*>(s);
+  if (!l || l->cubin.empty()) return CUDA_ERROR_INVALID_VALUE;
+  *cubin = l->cubin.data();
+  *size = l->cubin.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult fk_cuLinkDestroy(CUlinkState s) {
+  delete reinterpret_cast<fake_link*>(s);
+  return CUDA_SUCCESS;
+}
+
+struct proc {
+  const char* name;
+  void* fn;
+};
+#define FK(n) {#n, reinterpret_cast<void*>(&fk_##n)}
+const proc k_procs[] = {
+    FK(cuInit), FK(cuDriverGetVersion), FK(cuGetErrorName), FK(cuGetErrorString), FK(cuDeviceGetCount),
+    FK(cuDeviceGet), FK(cuDeviceGetAttribute), FK(cuDeviceGetName), FK(cuDeviceGetUuid),
+    FK(cuDevicePrimaryCtxRetain), FK(cuDevicePrimaryCtxRelease), FK(cuCtxPushCurrent), FK(cuCtxPopCurrent),
+    FK(cuCtxGetCurrent), FK(cuCtxGetDevice), FK(cuCtxSetCurrent), FK(cuModuleLoadDataEx), FK(cuModuleUnload),
+    FK(cuModuleGetFunction), FK(cuLinkCreate), FK(cuLinkAddData), FK(cuLinkComplete), FK(cuLinkDestroy),
+};
+#undef FK
+
+CUresult lookup(const char* symbol, void** pfn, int version, CUdriverProcAddressQueryResult* status) {
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  if (version > cfg().driver_version) {
+    if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  if (!list_has(env("FAKECUDA_MISSING"), symbol)) {
+    for (const auto& p : k_procs)
+      if (std::strcmp(p.name, symbol) == 0) {
+        *pfn = p.fn;
+        if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+      }
+  }
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                                                    cuuint64_t, CUdriverProcAddressQueryResult* status) {
+  return lookup(symbol, pfn, version, status);
+}
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress(const char* symbol, void** pfn, int version,
+                                                                 cuuint64_t) {
+  return lookup(symbol, pfn, version, nullptr);
+}
+
+__attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* v) { return fk_cuDriverGetVersion(v); }
+
+__attribute__((visibility("default"))) int fakecuda_jit_count(void) { return g_jit_count.load(); }
+__attribute__((visibility("default"))) int fakecuda_module_loads(void) { return g_module_loads.load(); }
+__attribute__((visibility("default"))) int fakecuda_live_modules(void) { return g_live_modules.load(); }
+__attribute__((visibility("default"))) int fakecuda_primary_refcount(int device) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (device < 0 || static_cast<std::size_t>(device) >= g_primary.size()) return -1;
+  return g_primary[static_cast<std::size_t>(device)].refcount;
+}
+
+}  // extern "C"

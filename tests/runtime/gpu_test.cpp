@@ -1,0 +1,365 @@
+// The GPU suite (ctest label `gpu`): the runtime against the real driver on a real GPU.
+//
+// Without a driver or GPU it prints "SKIPPED: no CUDA driver/GPU (<why>)" and exits 77, which CTest
+// reports as skipped (SKIP_RETURN_CODE). With one, on the H200 test machine (CC 9.0):
+//   (a) a package with sm_75/sm_80/sm_90 SASS + compute_90 PTX loads the sm_90 SASS;
+//   (b) a package with only sm_75/sm_80/sm_86/sm_89 SASS + compute_80 PTX (the "unknown future GPU"
+//       case on real hardware) takes the PTX path through the driver's cuLink JIT, and the kernels
+//       compute the right results (checked against the CPU with a tolerance: JIT paths differ);
+//   (c) force_ptx loads PTX although SASS fits;
+//   (d) a PTX whose .version is newer than the driver accepts (rewritten to 9.9) is refused with the
+//       reason and an older PTX is used; the driver's own refusal (cuLinkAddData -> 222) is shown too;
+//   (e) a bare cubin handed in by the application loads and runs;
+//   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent).
+// Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
+// (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
+//
+// Usage: fatpack_gpu_test [ARTIFACTS_DIR]   (default: the build's tests/artifacts)
+#include "fatpack/fatpack.hpp"
+
+#include "fatpack/core/input.hpp"
+#include "fatpack/core/package_writer.hpp"
+
+#include <cuda.h>  // types only: every call goes through fatpack::driver_entry_point
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace core = fatpack::core;
+
+namespace {
+
+constexpr int k_skip = 77;
+std::string g_artifacts = FATPACK_TEST_ARTIFACTS;
+int g_failures = 0;
+
+#define EXPECT(cond, ...)                                              \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      ++g_failures;                                                    \
+      std::printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+      std::printf(__VA_ARGS__);                                        \
+      std::printf("\n");                                               \
+    }                                                                  \
+  } while (0)
+
+std::vector<std::uint8_t> read_file(const std::string& name) {
+  std::ifstream f(g_artifacts + "/" + name, std::ios::binary);
+  if (!f) {
+    std::printf("FAIL: cannot read %s/%s\n", g_artifacts.c_str(), name.c_str());
+    std::exit(1);
+  }
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::uint8_t> with_version(std::vector<std::uint8_t> ptx, const std::string& isa) {
+  std::string s(ptx.begin(), ptx.end());
+  auto pos = s.find(".version ");
+  auto end = s.find('\n', pos);
+  s.replace(pos, end - pos, ".version " + isa);
+  return std::vector<std::uint8_t>(s.begin(), s.end());
+}
+
+// Registers package `name` holding module `name` built from artifacts ("file" or "file@isa").
+void add_package(const std::string& name, const std::vector<std::string>& items) {
+  std::vector<core::entry_input> entries;
+  for (const auto& item : items) {
+    auto at = item.find('@');
+    auto bytes = read_file(item.substr(0, at));
+    if (at != std::string::npos) bytes = with_version(bytes, item.substr(at + 1));
+    auto r = core::import_input(core::byte_span(bytes), item, name);
+    if (!r) {
+      std::printf("FAIL: import %s: %s\n", item.c_str(), r.err().message.c_str());
+      std::exit(1);
+    }
+    for (auto& e : r.value()) entries.push_back(std::move(e));
+  }
+  auto pkg = core::write_package(name, entries, core::pack_options{});
+  if (!pkg) {
+    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.err().message.c_str());
+    std::exit(1);
+  }
+  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
+  if (!s) {
+    std::printf("FAIL: %s\n", s.error().what().c_str());
+    std::exit(1);
+  }
+}
+
+// The driver calls the test needs, through the driver fatpack loaded.
+struct cuda_calls {
+  decltype(&::cuMemAlloc) mem_alloc = nullptr;
+  decltype(&::cuMemFree) mem_free = nullptr;
+  decltype(&::cuMemcpyHtoD) htod = nullptr;
+  decltype(&::cuMemcpyDtoH) dtoh = nullptr;
+  decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuCtxSynchronize) sync = nullptr;
+  decltype(&::cuCtxPushCurrent) push = nullptr;
+  decltype(&::cuCtxPopCurrent) pop = nullptr;
+  decltype(&::cuLinkCreate) link_create = nullptr;
+  decltype(&::cuLinkAddData) link_add = nullptr;
+  decltype(&::cuLinkDestroy) link_destroy = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) retain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) release = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+};
+
+template <class F>
+void get(F& f, const char* name) {
+  f = reinterpret_cast<F>(fatpack::driver_entry_point(name).value());
+}
+
+cuda_calls load_calls() {
+  cuda_calls c;
+  get(c.mem_alloc, "cuMemAlloc");
+  get(c.mem_free, "cuMemFree");
+  get(c.htod, "cuMemcpyHtoD");
+  get(c.dtoh, "cuMemcpyDtoH");
+  get(c.launch, "cuLaunchKernel");
+  get(c.sync, "cuCtxSynchronize");
+  get(c.push, "cuCtxPushCurrent");
+  get(c.pop, "cuCtxPopCurrent");
+  get(c.link_create, "cuLinkCreate");
+  get(c.link_add, "cuLinkAddData");
+  get(c.link_destroy, "cuLinkDestroy");
+  get(c.retain, "cuDevicePrimaryCtxRetain");
+  get(c.release, "cuDevicePrimaryCtxRelease");
+  get(c.device_get, "cuDeviceGet");
+  return c;
+}
+
+#define CU(call)                                                                 \
+  do {                                                                           \
+    CUresult r_ = (call);                                                        \
+    if (r_ != CUDA_SUCCESS) {                                                    \
+      std::printf("  FAIL %s:%d: %s returned %d\n", __FILE__, __LINE__, #call, static_cast<int>(r_)); \
+      ++g_failures;                                                              \
+      return false;                                                              \
+    }                                                                            \
+  } while (0)
+
+// Launches vadd and saxpy from `m` on its primary context; compares with the CPU.
+bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
+  const int n = 1 << 20;
+  std::vector<float> a(n), b(n), c(n), y(n), y0(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = std::sin(0.001f * i) * 3.0f;
+    b[i] = std::cos(0.002f * i) + 0.5f;
+    y0[i] = 0.25f * static_cast<float>(i % 97);
+  }
+  auto vadd = m.function("vadd");
+  auto saxpy = m.function("saxpy");
+  EXPECT(vadd.has_value() && saxpy.has_value(), "kernels missing");
+  if (!vadd || !saxpy) return false;
+  CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
+  struct pop_on_exit {
+    const cuda_calls& cu;
+    ~pop_on_exit() {
+      CUcontext c;
+      cu.pop(&c);
+    }
+  } popper{cu};
+  const std::size_t bytes = sizeof(float) * n;
+  CUdeviceptr da = 0, db = 0, dc = 0, dy = 0;
+  CU(cu.mem_alloc(&da, bytes));
+  CU(cu.mem_alloc(&db, bytes));
+  CU(cu.mem_alloc(&dc, bytes));
+  CU(cu.mem_alloc(&dy, bytes));
+  CU(cu.htod(da, a.data(), bytes));
+  CU(cu.htod(db, b.data(), bytes));
+  CU(cu.htod(dy, y0.data(), bytes));
+  int nn = n;
+  float alpha = 1.75f;
+  void* vargs[] = {&da, &db, &dc, &nn};
+  void* sargs[] = {&alpha, &da, &dy, &nn};
+  unsigned grid = static_cast<unsigned>((n + 255) / 256);
+  CU(cu.launch(reinterpret_cast<CUfunction>(*vadd), grid, 1, 1, 256, 1, 1, 0, nullptr, vargs, nullptr));
+  CU(cu.launch(reinterpret_cast<CUfunction>(*saxpy), grid, 1, 1, 256, 1, 1, 0, nullptr, sargs, nullptr));
+  CU(cu.sync());
+  CU(cu.dtoh(c.data(), dc, bytes));
+  CU(cu.dtoh(y.data(), dy, bytes));
+  cu.mem_free(da);
+  cu.mem_free(db);
+  cu.mem_free(dc);
+  cu.mem_free(dy);
+  int bad = 0;
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    float ev = a[i] + b[i];
+    float es = alpha * a[i] + y0[i];
+    double e1 = std::fabs(c[i] - ev) / std::max(1.0f, std::fabs(ev));
+    double e2 = std::fabs(y[i] - es) / std::max(1.0f, std::fabs(es));
+    worst = std::max(worst, std::max(e1, e2));
+    if (e1 > 1e-5 || e2 > 1e-5) ++bad;
+  }
+  EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
+  std::printf("  kernels: vadd + saxpy on %d elements match the CPU (worst relative error %.3g)\n", n, worst);
+  return bad == 0;
+}
+
+void print_report(const char* label, const fatpack::load_report& r) {
+  std::printf("  %s: chose entry %zu %s%s: %s\n", label, r.entry, r.target.c_str(),
+              r.jit ? (r.jit_reused ? " (JIT, reused)" : (" (JIT via " + r.jit_path + ")").c_str()) : " (SASS)",
+              r.reason.c_str());
+  std::printf("  %s: select %.3f ms, decompress %.3f ms, JIT %.1f ms, load %.3f ms, total %.1f ms\n", label,
+              r.select_ms, r.decompress_ms, r.jit_ms, r.load_ms, r.total_ms);
+}
+
+fatpack::module load(const char* name, std::optional<fatpack::policy> p = std::nullopt) {
+  fatpack::load_options o;
+  o.device = 0;
+  o.policy = p;
+  auto m = fatpack::load_module(name, o);
+  if (!m) {
+    std::printf("  FAIL: load %s: %s\n", name, m.error().what().c_str());
+    ++g_failures;
+    return {};
+  }
+  std::string t = m->report().trace();
+  std::printf("  trace:\n");
+  std::size_t pos = 0;
+  while (pos < t.size()) {
+    auto nl = t.find('\n', pos);
+    std::printf("    %s\n", t.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos).c_str());
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return std::move(m.value());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) g_artifacts = argv[1];
+  // Cold JIT times: the driver's own cache must not answer (shared/anchors.md).
+  setenv("CUDA_CACHE_DISABLE", "1", 1);
+  if (auto s = fatpack::init(); !s) {
+    std::printf("SKIPPED: no CUDA driver/GPU (%s)\n", s.error().message.c_str());
+    return k_skip;
+  }
+  auto dev = fatpack::device(0).value();
+  if (dev.name.find("FakeCUDA") != std::string::npos) {
+    std::printf("SKIPPED: no CUDA driver/GPU (FATPACK_LIBCUDA points at the fake driver)\n");
+    return k_skip;
+  }
+  std::printf("device 0: %s, CC %d.%d, driver CUDA %d.%d (PTX ISA <= %s), %s, driver library %s\n", dev.name.c_str(),
+              dev.cc_major, dev.cc_minor, dev.driver_version / 1000, dev.driver_version % 1000 / 10,
+              dev.max_ptx_isa.c_str(), dev.uuid_str.c_str(), fatpack::driver_library().c_str());
+  const bool h200 = dev.arch == 90;
+  if (!h200) std::printf("note: not CC 9.0; the expected-entry checks below are for the H200 and are skipped\n");
+  cuda_calls cu = load_calls();
+
+  add_package("gpu_a", {"vadd.sm_75.cubin", "vadd.sm_80.cubin", "vadd.sm_90.cubin", "vadd.compute_90.ptx"});
+  add_package("gpu_b", {"vadd.sm_75.cubin", "vadd.sm_80.cubin", "vadd.sm_86.cubin", "vadd.sm_89.cubin",
+                        "vadd.compute_80.ptx"});
+  add_package("gpu_d", {"vadd.sm_75.cubin", "vadd.compute_90.ptx@9.9", "vadd.compute_80.ptx"});
+
+  std::printf("\n(a) sm_75/sm_80/sm_90 SASS + compute_90 PTX -> the sm_90 SASS\n");
+  {
+    auto m = load("gpu_a");
+    if (m) {
+      print_report("(a)", m.report());
+      if (h200) EXPECT(m.report().target == "sm_90" && !m.report().jit, "chose %s", m.report().target.c_str());
+      run_kernels(cu, m);
+    }
+  }
+
+  std::printf("\n(b) sm_75/sm_80/sm_86/sm_89 SASS + compute_80 PTX -> PTX through the cuLink JIT\n");
+  {
+    auto m = load("gpu_b");
+    if (m) {
+      print_report("(b)", m.report());
+      if (h200)
+        EXPECT(m.report().jit && m.report().target.rfind("compute_80", 0) == 0, "chose %s", m.report().target.c_str());
+      std::printf("  (b): JIT %.1f ms (cold: CUDA_CACHE_DISABLE=1)\n", m.report().jit_ms);
+      run_kernels(cu, m);
+    }
+  }
+
+  std::printf("\n(c) force_ptx on the package of (a) -> compute_90 PTX through the JIT\n");
+  {
+    auto m = load("gpu_a", fatpack::policy::force_ptx);
+    if (m) {
+      print_report("(c)", m.report());
+      EXPECT(m.report().jit, "force_ptx chose %s", m.report().target.c_str());
+      if (h200) EXPECT(m.report().target.rfind("compute_90", 0) == 0, "chose %s", m.report().target.c_str());
+      std::printf("  (c): JIT %.1f ms\n", m.report().jit_ms);
+      run_kernels(cu, m);
+    }
+  }
+
+  std::printf("\n(d) compute_90 PTX rewritten to .version 9.9 + compute_80 PTX (9.0) -> 9.9 refused, compute_80 used\n");
+  {
+    auto m = load("gpu_d");
+    if (m) {
+      print_report("(d)", m.report());
+      bool refused = false;
+      for (const auto& c : m.report().candidates)
+        if (c.target == "compute_90 (PTX ISA 9.9)") {
+          refused = c.verdict == "rejected";
+          std::printf("  (d): entry %zu %s: %s: %s\n", c.entry, c.target.c_str(), c.verdict.c_str(), c.reason.c_str());
+        }
+      EXPECT(refused, "the 9.9 PTX was not refused by the selector");
+      if (h200) EXPECT(m.report().target == "compute_80 (PTX ISA 9.0)", "chose %s", m.report().target.c_str());
+      run_kernels(cu, m);
+    }
+    // The driver's own answer to that PTX, which is why the selector refuses it up front.
+    auto ptx99 = with_version(read_file("vadd.compute_90.ptx"), "9.9");
+    ptx99.push_back(0);
+    CUdevice d = 0;
+    CUcontext ctx = nullptr;
+    if (cu.device_get(&d, 0) == CUDA_SUCCESS && cu.retain(&ctx, d) == CUDA_SUCCESS) {
+      cu.push(ctx);
+      char err[4096] = {};
+      CUjit_option k[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void* v[] = {err, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof err - 1))};
+      CUlinkState ls = nullptr;
+      CUresult r = cu.link_create(2, k, v, &ls);
+      if (r == CUDA_SUCCESS) {
+        r = cu.link_add(ls, CU_JIT_INPUT_PTX, ptx99.data(), ptx99.size(), "vadd_9.9", 0, nullptr, nullptr);
+        std::printf("  (d): the driver itself: cuLinkAddData(.version 9.9) -> %d; log: %s\n", static_cast<int>(r), err);
+        if (dev.driver_version < 13100) EXPECT(r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "cuLinkAddData returned %d", r);
+        cu.link_destroy(ls);
+      }
+      CUcontext popped;
+      cu.pop(&popped);
+      cu.release(d);
+    }
+  }
+
+  std::printf("\n(e) a bare cubin handed in by the application\n");
+  {
+    auto cubin = read_file("vadd.sm_" + std::to_string(dev.arch) + ".cubin");
+    auto s = fatpack::add_image(cubin.data(), cubin.size(), "gpu_bare");
+    EXPECT(s.ok(), "%s", s ? "" : s.error().what().c_str());
+    auto m = load("gpu_bare");
+    if (m) {
+      print_report("(e)", m.report());
+      run_kernels(cu, m);
+    }
+  }
+
+  std::printf("\n(f) the package of (b) through the nvJitLink back end (FATPACK_NVJITLINK or libnvJitLink.so.13)\n");
+  {
+    fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
+    auto m = load("gpu_b");
+    fatpack::set_jit_backend(fatpack::jit_backend::culink);
+    if (m) {
+      print_report("(f)", m.report());
+      EXPECT(m.report().jit, "chose %s", m.report().target.c_str());
+      std::printf("  (f): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
+      run_kernels(cu, m);
+    }
+  }
+
+  std::printf("\n%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+  return g_failures ? 1 : 0;
+}

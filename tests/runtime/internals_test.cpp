@@ -1,0 +1,112 @@
+// Unit tests of runtime internals: ptxas options -> JIT options, the JIT key, and the fake driver's JIT
+// output read back by core::parse_cubin through the runtime's own cuLink wrapper.
+#include "jit.hpp"
+#include "sass_cache.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace fatpack::detail;
+
+TEST_CASE("ptxas options stored with an entry become JIT options") {
+  auto o = parse_jit_options("-O3 -lineinfo --maxrregcount=64");
+  CHECK(o.optimization_level == 3);
+  CHECK(o.line_info);
+  CHECK(o.max_registers == 64);
+  CHECK_FALSE(o.debug_info);
+  CHECK(o.ignored.empty());
+  auto p = parse_jit_options("  -g\t-maxrregcount 32 --generate-line-info --warn-on-spills -O9 ");
+  CHECK(p.debug_info);
+  CHECK(p.line_info);
+  CHECK(p.max_registers == 32);
+  CHECK(p.optimization_level == -1);  // -O9 is not a JIT level: reported, not guessed
+  REQUIRE(p.ignored.size() == 2);
+  CHECK(p.ignored[0] == "--warn-on-spills");
+  CHECK(p.ignored[1] == "-O9");
+  auto e = parse_jit_options("");
+  CHECK(e.optimization_level == -1);
+  CHECK(e.ignored.empty());
+}
+
+TEST_CASE("the JIT key names every field that changes the SASS") {
+  jit_key a;
+  a.ptx_xxh3 = 0x1234;
+  a.ptx_size = 100;
+  a.ptx_target.kind = fatpack::core::entry_kind::ptx;
+  a.ptx_target.arch = 80;
+  a.ptx_isa = {9, 0};
+  a.target_arch = 90;
+  a.options = "-O3";
+  a.driver_version = 13000;
+  const std::string base = a.str();
+  auto differs = [&](auto change) {
+    jit_key b = a;
+    change(b);
+    return b.str() != base;
+  };
+  CHECK(differs([](jit_key& k) { k.ptx_xxh3 = 0x1235; }));
+  CHECK(differs([](jit_key& k) { k.ptx_size = 101; }));
+  CHECK(differs([](jit_key& k) { k.target_arch = 86; }));
+  CHECK(differs([](jit_key& k) { k.target_variant = fatpack::core::arch_variant::arch_specific; }));
+  CHECK(differs([](jit_key& k) { k.options = "-O2"; }));
+  CHECK(differs([](jit_key& k) { k.backend = "nvjitlink"; }));
+  CHECK(differs([](jit_key& k) { k.driver_version = 13010; }));
+  null_sass_cache none;
+  CHECK_FALSE(none.lookup(a).has_value());
+}
+
+// The fake driver's JIT output must be a cubin fatpack itself reads (so cache tests can validate it).
+// runtime_test.cpp points FATPACK_LIBCUDA at the fake (CC 9.0 and 8.6) before anything loads.
+#include "device.hpp"
+
+#include "fatpack/core/input.hpp"
+
+#include <fstream>
+#include <iterator>
+
+TEST_CASE("the fake JIT's cubin parses with core::parse_cubin") {
+  const auto& ds = load_devices();
+  REQUIRE(ds.has_value());
+  const driver& d = *(*ds)->drv;
+  REQUIRE((*ds)->devices.size() == 2);
+  std::ifstream f(std::string(FATPACK_TEST_ARTIFACTS) + "/vadd.compute_80.ptx", std::ios::binary);
+  std::vector<std::uint8_t> ptx((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(ptx.empty());
+  ptx.push_back(0);
+  for (const auto& dev : (*ds)->devices) {
+    auto ctx = primary_context::retain(d, dev);
+    REQUIRE(ctx.has_value());
+    scoped_context current(d, ctx->get());
+    REQUIRE(current.ok());
+    auto out = jit_link(d, fatpack::core::byte_span(ptx.data(), ptx.size()), "vadd: compute_80", jit_options{},
+                        std::nullopt);
+    REQUIRE_MESSAGE(out.has_value(), (out ? "" : out.error().what()));
+    CHECK_FALSE(out->info_log.empty());
+    fatpack::core::byte_span bytes(out->sass.data(), out->sass.size());
+    CHECK(fatpack::core::detect_input(bytes) == fatpack::core::input_kind::cubin);
+    auto ci = fatpack::core::parse_cubin(bytes, "fake jit output");
+    REQUIRE_MESSAGE(ci.has_value(), (ci ? "" : ci.err().message));
+    CHECK(ci->target.kind == fatpack::core::entry_kind::sass);
+    CHECK(ci->target.arch == dev.arch);
+    CHECK(ci->target.variant == fatpack::core::arch_variant::plain);
+    CHECK(ci->kernels == std::vector<std::string>{"vadd", "saxpy"});
+    // Cross-target JIT (CU_JIT_TARGET), as `fatpack warm --target` will use.
+    auto x = jit_link(d, fatpack::core::byte_span(ptx.data(), ptx.size()), "vadd: compute_80", jit_options{}, 86u);
+    REQUIRE(x.has_value());
+    auto xi = fatpack::core::parse_cubin(fatpack::core::byte_span(x->sass.data(), x->sass.size()), "cross");
+    REQUIRE(xi.has_value());
+    CHECK(xi->target.arch == 86);
+  }
+  // The driver refuses a PTX ISA newer than its JIT: an error value with the log.
+  std::string text(ptx.begin(), ptx.end() - 1);
+  text.replace(text.find(".version 9.0"), 12, ".version 9.9");
+  std::vector<std::uint8_t> p99(text.begin(), text.end());
+  p99.push_back(0);
+  auto ctx = primary_context::retain(d, (*ds)->devices[0]);
+  scoped_context current(d, ctx->get());
+  auto bad = jit_link(d, fatpack::core::byte_span(p99.data(), p99.size()), "vadd 9.9", jit_options{}, std::nullopt);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code == fatpack::errc::jit_failed);
+  CHECK(bad.error().cuda_status == 222);
+  CHECK(bad.error().log.find("Unsupported .version 9.9; current version is '9.0'") != std::string::npos);
+  CHECK(bad.error().message.find("cuLinkAddData") != std::string::npos);
+}

@@ -1,0 +1,168 @@
+// fatpack_runtime_probe: a small program the runtime tests start as a child process, so that each
+// driver configuration (FATPACK_LIBCUDA, FAKECUDA_*, FATPACK_*, CUDA_*_PTX_JIT) gets a fresh process:
+// the runtime loads the driver once per process, as a product does.
+//
+//   fatpack_runtime_probe [--package FILE]... [--image FILE MODULE]... [--embed FILE]
+//                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
+//                         [--warm] [devices] [load MODULE]...
+//
+// Output, one line per result (parsed by the tests):
+//   devices count=2
+//   device 0 cc=9.0 name=... max_ptx_isa=9.0 driver=13000
+//   load vadd device=0 ok entry=4 target=sm_90 jit=0 reused=0
+//   load vadd error=no_driver cuda=0 message=...
+//   trace| <load_report::trace() lines>
+// Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
+//
+// Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
+// which carries one registry record in the `fatpack_registry` section whose bytes are a buffer the
+// program fills from --embed FILE before the first registry use; and fatpack_runtime_probe_cli_embed,
+// linked with real `fatpack embed` output and a shared library holding another (see CMakeLists.txt).
+#include "fatpack/fatpack.hpp"
+
+#include "fatpack/core/registry_record.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#ifdef FATPACK_PROBE_EMBED
+namespace {
+alignas(64) std::uint8_t g_embedded[4 << 20];
+const char g_embedded_name[] = "probe_embedded";
+}  // namespace
+extern "C" __attribute__((section("fatpack_registry"), used, retain, aligned(8)))
+const fatpack::core::registry_record fatpack_probe_record = {
+    fatpack::core::registry_record_magic, fatpack::core::registry_record_version, g_embedded_name, g_embedded,
+    g_embedded + sizeof g_embedded};
+#endif
+
+#ifdef FATPACK_PROBE_DSO_ANCHOR
+extern "C" int fatpack_test_dso_anchor(void);
+#endif
+
+namespace {
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n') c = '|';
+  return s;
+}
+
+void print_trace(const std::string& t) {
+  std::size_t pos = 0;
+  while (pos <= t.size()) {
+    std::size_t nl = t.find('\n', pos);
+    std::printf("trace| %s\n", t.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos).c_str());
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef FATPACK_PROBE_DSO_ANCHOR
+  if (fatpack_test_dso_anchor() != 42) return 2;
+#endif
+  std::vector<std::string> args(argv + 1, argv + argc);
+  fatpack::load_options opts;
+  bool ok = true, warm = false;
+  std::vector<fatpack::module> keep;  // modules stay loaded until exit
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "probe: %s needs an argument\n", a.c_str());
+        std::exit(2);
+      }
+      return args[++i];
+    };
+    if (a == "--package") {
+      auto s = fatpack::add_package_file(next());
+      if (!s) {
+        std::printf("add error=%s message=%s\n", fatpack::errc_name(s.error().code), one_line(s.error().message).c_str());
+        ok = false;
+      }
+    } else if (a == "--image") {
+      std::string file = next();
+      std::string module = next();
+      auto bytes = read_file(file);
+      auto s = fatpack::add_image(bytes.data(), bytes.size(), module);
+      if (!s) {
+        std::printf("add error=%s message=%s\n", fatpack::errc_name(s.error().code), one_line(s.error().message).c_str());
+        ok = false;
+      }
+    } else if (a == "--embed") {
+#ifdef FATPACK_PROBE_EMBED
+      auto bytes = read_file(next());
+      if (bytes.size() > sizeof g_embedded) return 2;
+      std::memcpy(g_embedded, bytes.data(), bytes.size());
+#else
+      std::fprintf(stderr, "probe: --embed needs fatpack_runtime_probe_embedded\n");
+      return 2;
+#endif
+    } else if (a == "--policy") {
+      std::string p = next();
+      opts.policy = p == "force_ptx" ? fatpack::policy::force_ptx
+                    : p == "sass_only" ? fatpack::policy::sass_only
+                                       : fatpack::policy::prefer_sass;
+    } else if (a == "--device") {
+      opts.device = std::atoi(next().c_str());
+    } else if (a == "--threads") {
+      fatpack::set_jit_threads(static_cast<unsigned>(std::atoi(next().c_str())));
+    } else if (a == "--warm") {
+      warm = true;
+    } else if (a == "devices") {
+      auto n = fatpack::device_count();
+      if (!n) {
+        std::printf("devices error=%s cuda=%d message=%s\n", fatpack::errc_name(n.error().code), n.error().cuda_status,
+                    one_line(n.error().message).c_str());
+        ok = false;
+        continue;
+      }
+      std::printf("devices count=%d\n", *n);
+      for (int d = 0; d < *n; ++d) {
+        auto info = fatpack::device(d).value();
+        std::printf("device %d cc=%d.%d name=%s max_ptx_isa=%s driver=%d uuid=%s\n", d, info.cc_major, info.cc_minor,
+                    info.name.c_str(), info.max_ptx_isa.c_str(), info.driver_version, info.uuid_str.c_str());
+      }
+    } else if (a == "load") {
+      std::string module = next();
+      if (warm) {
+        warm = false;
+        auto t0 = std::chrono::steady_clock::now();
+        auto h = fatpack::warm();
+        auto s = h.wait();
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("warm jobs=%zu %s ms=%.1f\n", h.jobs(), s ? "ok" : ("error=" + one_line(s.error().message)).c_str(), ms);
+      }
+      auto m = fatpack::load_module(module, opts);
+      if (!m) {
+        std::printf("load %s error=%s cuda=%d message=%s\n", module.c_str(), fatpack::errc_name(m.error().code),
+                    m.error().cuda_status, one_line(m.error().what()).c_str());
+        ok = false;
+        continue;
+      }
+      const auto& r = m->report();
+      std::printf("load %s device=%d ok entry=%zu target=%s jit=%d reused=%d jit_ms=%.3f\n", module.c_str(), r.device,
+                  r.entry, r.target.c_str(), r.jit ? 1 : 0, r.jit_reused ? 1 : 0, r.jit_ms);
+      print_trace(r.trace());
+      keep.push_back(std::move(m.value()));
+    } else {
+      std::fprintf(stderr, "probe: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  return ok ? 0 : 1;
+}

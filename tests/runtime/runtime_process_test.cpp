@@ -1,0 +1,202 @@
+// Runtime tests that need a fresh process per driver configuration: the runtime loads the driver once
+// per process (as a product does), so each case starts fatpack_runtime_probe with its own environment.
+// Covers: no driver, no device, old drivers, a missing entry point, cuInit failure, 0 packages, the
+// embedded-record path, environment policies, FATPACK_LOG=info on stderr, two-device processes, an
+// unknown future GPU, and JIT counting across processes.
+#include "test_support.hpp"
+
+using namespace fatpack_test;
+
+namespace {
+
+using env_map = std::map<std::string, std::string>;
+
+env_map fake(env_map extra = {}) {
+  env_map e{{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}};
+  for (auto& kv : extra) e[kv.first] = kv.second;
+  return e;
+}
+
+const std::string& full_package() {
+  static const std::string p = package_file(
+      "proc_full", entries_of("vadd", {"vadd.sm_75.cubin", "vadd.sm_80.cubin", "vadd.sm_90.cubin",
+                                      "vadd.compute_80.ptx"}));
+  return p;
+}
+
+const std::string& ptx_package() {
+  static const std::string p = package_file("proc_ptx", entries_of("vadd", {"vadd.compute_80.ptx"}));
+  return p;
+}
+
+child_result probe(const std::vector<std::string>& args, const env_map& env) {
+  std::vector<std::string> argv{PROBE_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = run_child(argv, env);
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("no driver: one error value naming the library, no crash") {
+  auto r = probe({"--package", full_package(), "devices", "load", "vadd"},
+                 {{"FATPACK_LIBCUDA", "/nonexistent/libcuda.so.1"}});
+  CHECK(r.status == 1);
+  CHECK(r.has("devices error=no_driver"));
+  CHECK(r.has("load vadd error=no_driver"));
+  CHECK(r.has("FATPACK_LIBCUDA=/nonexistent/libcuda.so.1"));
+}
+
+TEST_CASE("no device: cuInit reports none") {
+  auto r = probe({"--package", full_package(), "devices", "load", "vadd"}, fake({{"FAKECUDA_DEVICES", ""}}));
+  CHECK(r.status == 1);
+  CHECK(r.has("devices error=no_device cuda=100"));
+  CHECK(r.has("CUDA_ERROR_NO_DEVICE"));
+  CHECK(r.has(FAKECUDA_PATH));
+}
+
+TEST_CASE("old driver: too old a CUDA version, or no cuGetProcAddress_v2") {
+  auto r = probe({"devices"}, fake({{"FAKECUDA_DRIVER_VERSION", "11080"}}));
+  CHECK(r.has("devices error=driver_too_old"));
+  CHECK(r.has("CUDA 11.8"));
+  CHECK(r.has("12.0"));
+  auto old = probe({"devices"}, {{"FATPACK_LIBCUDA", FAKECUDA_OLD_PATH}});
+  CHECK(old.has("devices error=driver_too_old"));
+  CHECK(old.has("CUDA 11.4"));
+}
+
+TEST_CASE("a missing driver entry point names itself") {
+  auto r = probe({"devices"}, fake({{"FAKECUDA_MISSING", "cuLinkCreate"}}));
+  CHECK(r.has("devices error=driver_symbol_missing"));
+  CHECK(r.has("cuLinkCreate"));
+}
+
+TEST_CASE("cuInit failure is reported with the driver's error") {
+  auto r = probe({"devices"}, fake({{"FAKECUDA_INIT_ERROR", "999"}}));
+  CHECK(r.has("devices error=cuda cuda=999"));
+  CHECK(r.has("cuInit"));
+}
+
+TEST_CASE("0 packages: a clear error that explains WHOLE_ARCHIVE") {
+  auto r = probe({"load", "vadd"}, fake());
+  CHECK(r.status == 1);
+  CHECK(r.has("load vadd error=no_packages"));
+  CHECK(r.has("__start_fatpack_registry"));
+  CHECK(r.has("WHOLE_ARCHIVE"));
+}
+
+TEST_CASE("embedded package: found through the fatpack_registry section") {
+  auto r = run_child({PROBE_EMBEDDED_PATH, "--embed", full_package(), "load", "vadd"}, fake());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.has("load vadd device=0 ok entry=2 target=sm_90 jit=0"));
+  // A record whose bytes are not a package is skipped and named.
+  auto bad = run_child({PROBE_EMBEDDED_PATH, "load", "vadd"}, fake());
+  INFO(bad.out << bad.err);
+  CHECK(bad.has("error=no_packages"));
+  CHECK(bad.has("embedded package 'probe_embedded'"));
+}
+
+TEST_CASE("environment policies: FATPACK_FORCE_PTX_JIT, CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT") {
+  auto base = probe({"--package", full_package(), "load", "vadd"}, fake());
+  CHECK(base.has("target=sm_90 jit=0"));
+  auto f1 = probe({"--package", full_package(), "load", "vadd"}, fake({{"FATPACK_FORCE_PTX_JIT", "1"}}));
+  CHECK(f1.has("target=compute_80 (PTX ISA 9.0) jit=1"));
+  auto f0 = probe({"--package", full_package(), "load", "vadd"}, fake({{"FATPACK_FORCE_PTX_JIT", "0"}}));
+  CHECK(f0.has("jit=0"));
+  auto f2 = probe({"--package", full_package(), "load", "vadd"}, fake({{"CUDA_FORCE_PTX_JIT", "1"}}));
+  CHECK(f2.has("jit=1"));
+  auto d = probe({"--package", ptx_package(), "load", "vadd"}, fake({{"CUDA_DISABLE_PTX_JIT", "1"}}));
+  CHECK(d.has("error=no_compatible_entry"));
+  CHECK(d.has("sass_only"));
+  // A policy given through the API wins over the environment.
+  auto api = probe({"--package", full_package(), "--policy", "prefer_sass", "load", "vadd"},
+                   fake({{"FATPACK_FORCE_PTX_JIT", "1"}}));
+  CHECK(api.has("jit=0"));
+}
+
+TEST_CASE("FATPACK_LOG=info: the chosen entry and why every other was refused, on stderr") {
+  auto r = probe({"--package", full_package(), "load", "vadd"}, fake({{"FATPACK_LOG", "info"}}));
+  CHECK(r.status == 0);
+  CHECK(r.err_has("fatpack: info: module 'vadd' (package 'proc_full') on device 0"));
+  CHECK(r.err_has("fatpack: info:   candidate entry 2 sm_90: chosen: "));
+  CHECK(r.err_has("fatpack: info:   candidate entry 0 sm_75: rejected: "));
+  CHECK(r.err_has("fatpack: info:   candidate entry 1 sm_80: rejected: "));
+  CHECK(r.err_has("fatpack: info:   loaded entry 2 sm_90 (SASS)"));
+  auto quiet = probe({"--package", full_package(), "load", "vadd"}, fake());
+  CHECK(quiet.err.empty());  // off by default
+}
+
+TEST_CASE("two-device process: different CCs get different entries") {
+  auto r = probe({"--package", full_package(), "--device", "0", "load", "vadd", "--device", "1", "load", "vadd",
+                  "--device", "2", "load", "vadd"},
+                 fake({{"FAKECUDA_DEVICES", "90,75,86"}}));
+  CHECK(r.has("load vadd device=0 ok entry=2 target=sm_90 jit=0"));
+  CHECK(r.has("load vadd device=1 ok entry=0 target=sm_75 jit=0"));
+  CHECK(r.has("load vadd device=2 ok entry=1 target=sm_80 jit=0"));
+}
+
+TEST_CASE("an unknown future GPU (CC 13.0) takes the PTX path") {
+  auto r = probe({"--package", full_package(), "load", "vadd"}, fake({{"FAKECUDA_DEVICES", "130"}}));
+  CHECK(r.has("load vadd device=0 ok entry=3 target=compute_80 (PTX ISA 9.0) jit=1"));
+}
+
+TEST_CASE("JIT counting across processes, and one JIT for two devices of one CC") {
+  std::string log = temp_dir() + "/proc-jit.log";
+  auto a = probe({"--package", ptx_package(), "load", "vadd"}, fake({{"FAKECUDA_JIT_LOG", log}}));
+  auto b = probe({"--package", ptx_package(), "load", "vadd"}, fake({{"FAKECUDA_JIT_LOG", log}}));
+  CHECK(a.status == 0);
+  CHECK(b.status == 0);
+  CHECK(count_lines(log) == 2);  // no cache yet (issue 4): each process compiles
+  std::string log2 = temp_dir() + "/proc-jit2.log";
+  auto c = probe({"--package", ptx_package(), "--device", "0", "load", "vadd", "--device", "1", "load", "vadd"},
+                 fake({{"FAKECUDA_JIT_LOG", log2}, {"FAKECUDA_DEVICES", "86,86"}}));
+  CHECK(c.has("load vadd device=1 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=1"));
+  CHECK(count_lines(log2) == 1);
+  // Warm-up on the pool, then the load reuses it.
+  std::string log3 = temp_dir() + "/proc-jit3.log";
+  auto w = probe({"--package", ptx_package(), "--threads", "2", "--warm", "load", "vadd"},
+                 fake({{"FAKECUDA_JIT_LOG", log3}, {"FAKECUDA_DEVICES", "90,86"}}));
+  CHECK(w.has("warm jobs=2 ok"));
+  CHECK(w.has("reused=1"));
+  CHECK(count_lines(log3) == 2);
+}
+
+TEST_CASE("nvJitLink back end: real SASS without the driver's JIT; cuLink for archs it does not know") {
+  if (access(NVJITLINK_PATH, R_OK) != 0) {
+    MESSAGE("skipped: no " << NVJITLINK_PATH);
+    return;
+  }
+  std::string log = temp_dir() + "/nvjitlink-jit.log";
+  auto r = probe({"--package", ptx_package(), "--device", "0", "load", "vadd", "--device", "1", "load", "vadd"},
+                 fake({{"FATPACK_JIT_BACKEND", "nvjitlink"}, {"FATPACK_NVJITLINK", NVJITLINK_PATH},
+                       {"FAKECUDA_DEVICES", "90,130"}, {"FAKECUDA_JIT_LOG", log}}));
+  CHECK(r.status == 0);
+  // Device 0 (CC 9.0): nvJitLink made a real sm_90 cubin, which the fake driver validated and loaded.
+  CHECK(r.has("load vadd device=0 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1"));
+  CHECK(r.has("via nvjitlink 13."));
+  // Device 1 (CC 13.0, newer than the library): the driver's cuLink JIT, the only one the fake counts.
+  CHECK(r.has("load vadd device=1 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1"));
+  CHECK(r.has("via culink"));
+  CHECK(count_lines(log) == 1);
+  // No library: a warning, then cuLink.
+  auto missing = probe({"--package", ptx_package(), "load", "vadd"},
+                       fake({{"FATPACK_JIT_BACKEND", "nvjitlink"}, {"FATPACK_NVJITLINK", "/nonexistent/libnvJitLink.so"},
+                             {"FATPACK_LOG", "warn"}}));
+  CHECK(missing.status == 0);
+  CHECK(missing.has("via culink"));
+  CHECK(missing.err_has("fatpack: warn: cannot load nvJitLink /nonexistent/libnvJitLink.so"));
+}
+
+#ifdef PROBE_CLI_EMBED_PATH
+TEST_CASE("fatpack embed output: packages in the executable and in a shared library are found") {
+  auto r = run_child({PROBE_CLI_EMBED_PATH, "load", "vadd_exe", "load", "vadd_dso"}, fake());
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.has("load vadd_exe device=0 ok entry=2 target=sm_90 jit=0"));
+  CHECK(r.has("load vadd_dso device=0 ok entry=2 target=sm_90 jit=0"));
+  CHECK(r.has("(package 'emb_exe')"));
+  CHECK(r.has("(package 'emb_dso')"));
+}
+#endif

@@ -1,0 +1,522 @@
+// Runtime tests in one process against the fake driver (tests/fakecuda): two devices, CC 9.0 and
+// 8.6, driver CUDA 13.0. Covers selection end to end, the JIT path, fallback chains, policies,
+// thread safety, RAII handles, the log trace, bare images, the registry, warm-up and the C API.
+// Configurations that need a fresh process (no driver, no device, old driver, environment policies)
+// are in runtime_process_test.cpp.
+#include "test_support.hpp"
+
+#include "fatpack/fatpack.h"
+#include "fatpack/fatpack.hpp"
+
+#include "fatpack/core/registry_record.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <type_traits>
+
+#include <dlfcn.h>
+
+using namespace fatpack_test;
+namespace core = fatpack::core;
+
+extern "C" int fatpack_c_smoke(void);  // capi_smoke.c: the C header compiles as C
+
+namespace {
+
+// Before anything loads the driver: point the runtime at the fake and configure it.
+const bool g_env = [] {
+  setenv("FATPACK_LIBCUDA", FAKECUDA_PATH, 1);
+  setenv("FAKECUDA_DEVICES", "90,86", 1);
+  setenv("FAKECUDA_JIT_LOG", (temp_dir() + "/jit.log").c_str(), 1);
+  for (const char* v : {"FATPACK_FORCE_PTX_JIT", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT", "FATPACK_LOG",
+                        "FAKECUDA_FAIL_JIT", "FAKECUDA_FAIL_LOAD", "FAKECUDA_MAX_PTX_ISA", "FAKECUDA_JIT_DELAY_MS"})
+    unsetenv(v);
+  return true;
+}();
+
+int fake_stat(const char* name, int arg = -1) {
+  void* h = dlopen(FAKECUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h != nullptr);
+  if (arg >= 0) {
+    auto f = reinterpret_cast<int (*)(int)>(dlsym(h, name));
+    REQUIRE(static_cast<bool>(f));
+    return f(arg);
+  }
+  auto f = reinterpret_cast<int (*)()>(dlsym(h, name));
+  REQUIRE(static_cast<bool>(f));
+  return f();
+}
+int jit_count() { return fake_stat("fakecuda_jit_count"); }
+
+void add(const std::string& package, const std::string& module, const std::vector<std::string>& items) {
+  auto bytes = make_package(package, entries_of(module, items));
+  auto s = fatpack::add_package_memory(bytes.data(), bytes.size(), package);
+  REQUIRE_MESSAGE(s.ok(), s.error().what());
+}
+
+fatpack::module load(const std::string& module, int device = 0, std::optional<fatpack::policy> p = std::nullopt) {
+  fatpack::load_options o;
+  o.device = device;
+  o.policy = p;
+  auto m = fatpack::load_module(module, o);
+  REQUIRE_MESSAGE(m.has_value(), (m ? "" : m.error().what()));
+  return std::move(m.value());
+}
+
+// Sets an environment variable for the scope (the fake reads its failure knobs on every call).
+struct scoped_env {
+  std::string name;
+  scoped_env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~scoped_env() { unsetenv(name.c_str()); }
+};
+
+const std::vector<std::string> k_sass_ptx = {"vadd.sm_75.cubin", "vadd.sm_80.cubin", "vadd.sm_90.cubin",
+                                             "vadd.compute_80.ptx"};
+
+}  // namespace
+
+TEST_CASE("devices: CC, driver, PTX ISA limit, name, UUID per device") {
+  REQUIRE(fatpack::init().ok());
+  CHECK(fatpack::driver_library() == FAKECUDA_PATH);
+  CHECK(fatpack::driver_version().value() == 13000);
+  REQUIRE(fatpack::device_count().value() == 2);
+  auto d0 = fatpack::device(0).value();
+  auto d1 = fatpack::device(1).value();
+  CHECK(d0.arch == 90);
+  CHECK(d0.cc_major == 9);
+  CHECK(d0.cc_minor == 0);
+  CHECK(d1.arch == 86);
+  CHECK(d0.max_ptx_isa == "9.0");
+  CHECK(d0.driver_version == 13000);
+  CHECK(d0.name.find("FakeCUDA") != std::string::npos);
+  CHECK(d0.uuid_str.rfind("GPU-", 0) == 0);
+  CHECK(d0.uuid != d1.uuid);
+  auto bad = fatpack::device(2);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == fatpack::errc::invalid_device);
+  CHECK(fatpack::driver_entry_point("cuModuleLoadDataEx").has_value());
+  auto missing = fatpack::driver_entry_point("cuNoSuchCall");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message.find("cuNoSuchCall") != std::string::npos);
+}
+
+TEST_CASE("selection end to end: two devices, each gets its own entry") {
+  add("e2e", "e2e_vadd", k_sass_ptx);
+  auto m0 = load("e2e_vadd", 0);
+  auto m1 = load("e2e_vadd", 1);
+  CHECK(m0.report().target == "sm_90");
+  CHECK_FALSE(m0.report().jit);
+  CHECK_FALSE(m0.report().reason.empty());
+  CHECK(m1.report().target == "sm_80");  // CC 8.6 runs sm_80 SASS (same major, lower minor)
+  CHECK(m0.device() == 0);
+  CHECK(m1.device() == 1);
+  CHECK(m0.handle() != m1.handle());
+  CHECK(m0.context() != m1.context());
+  CHECK(m0.package_name() == "e2e");
+  CHECK(m0.name() == "e2e_vadd");
+  auto f = m0.function("vadd");
+  REQUIRE(f.has_value());
+  CHECK(*f != nullptr);
+  CHECK(m0.function("saxpy").has_value());
+  CHECK(m0.function("vadd").value() == *f);  // cached
+  auto nope = m0.function("nope");
+  REQUIRE_FALSE(nope);
+  CHECK(nope.error().code == fatpack::errc::not_found);
+  CHECK(nope.error().message.find("vadd") != std::string::npos);  // names the kernels it has
+  CHECK_THROWS_AS(m0.function("nope").value(), fatpack::exception);
+
+  // The same module on the same device is one loaded module.
+  auto again = load("e2e_vadd", 0);
+  CHECK(again.handle() == m0.handle());
+
+  // The report ranks every entry; sm_75 cannot run on 9.0.
+  bool saw_rejected_75 = false;
+  for (const auto& c : m0.report().candidates)
+    if (c.target == "sm_75") saw_rejected_75 = c.verdict == "rejected" && !c.reason.empty();
+  CHECK(saw_rejected_75);
+  CHECK(m0.report().attempts.size() == 1);
+  CHECK(m0.report().total_ms >= m0.report().load_ms);
+}
+
+TEST_CASE("PTX path: JIT through cuLink once, kernels from the fake cubin, reused after unload") {
+  add("jitpkg", "jit_vadd", {"vadd.sm_75.cubin", "vadd.compute_80.ptx#jit"});
+  int n0 = jit_count();
+  int live0 = fake_stat("fakecuda_live_modules");
+  {
+    auto m = load("jit_vadd", 0);
+    CHECK(m.report().jit);
+    CHECK_FALSE(m.report().jit_reused);
+    CHECK(m.report().target.rfind("compute_80", 0) == 0);
+    CHECK(jit_count() == n0 + 1);
+    CHECK(m.function("vadd").has_value());
+    CHECK(m.function("saxpy").has_value());
+    CHECK(m.kernels().size() == 2);
+    CHECK(fake_stat("fakecuda_live_modules") == live0 + 1);
+    auto m2 = load("jit_vadd", 0);
+    CHECK(m2.handle() == m.handle());
+    CHECK(jit_count() == n0 + 1);
+  }
+  // Every handle gone: the module is unloaded.
+  CHECK(fake_stat("fakecuda_live_modules") == live0);
+  auto m3 = load("jit_vadd", 0);
+  CHECK(m3.report().jit);
+  CHECK(m3.report().jit_reused);  // the SASS from the first JIT, no new compile
+  CHECK(jit_count() == n0 + 1);
+  // Device 1 (CC 8.6) cannot run sm_75 either: its own JIT for its own CC.
+  auto m4 = load("jit_vadd", 1);
+  CHECK(m4.report().jit);
+  CHECK(jit_count() == n0 + 2);
+  // The JIT log counts what happened (for cross-process tests).
+  CHECK(count_lines(temp_dir() + "/jit.log") >= 2);
+}
+
+TEST_CASE("policy: force_ptx and sass_only per load, set_policy as process default") {
+  add("polpkg", "pol_vadd", {"vadd.sm_90.cubin", "vadd.compute_80.ptx"});
+  add("polptx", "pol_ptx_only", {"vadd.compute_80.ptx"});
+  auto sass = load("pol_vadd", 0);
+  CHECK_FALSE(sass.report().jit);
+  auto forced = load("pol_vadd", 0, fatpack::policy::force_ptx);
+  CHECK(forced.report().jit);
+  CHECK(forced.report().policy == fatpack::policy::force_ptx);
+  CHECK(forced.handle() != sass.handle());
+
+  fatpack::load_options o;
+  o.policy = fatpack::policy::sass_only;
+  auto none = fatpack::load_module("pol_ptx_only", o);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == fatpack::errc::no_compatible_entry);
+  CHECK(none.error().message.find("9.0") != std::string::npos);  // names the device's CC
+
+  CHECK(fatpack::effective_policy() == fatpack::policy::prefer_sass);
+  fatpack::set_policy(fatpack::policy::force_ptx);
+  CHECK(fatpack::effective_policy() == fatpack::policy::force_ptx);
+  fatpack::set_policy(fatpack::policy::prefer_sass);
+}
+
+TEST_CASE("fallback: the driver refuses the chosen SASS, the next candidate loads") {
+  add("fbpkg", "fb_vadd", {"vadd.sm_90.cubin", "vadd.compute_90.ptx", "vadd.compute_80.ptx"});
+  scoped_env fail("FAKECUDA_FAIL_LOAD", "sm_90");
+  auto m = load("fb_vadd", 0);
+  const auto& r = m.report();
+  REQUIRE(r.attempts.size() == 2);
+  CHECK(r.attempts[0].target == "sm_90");
+  CHECK_FALSE(r.attempts[0].ok);
+  CHECK(r.attempts[0].cuda_status == 200);  // CUDA_ERROR_INVALID_IMAGE
+  CHECK(r.attempts[0].message.find("CUDA_ERROR_INVALID_IMAGE") != std::string::npos);
+  CHECK(r.attempts[1].ok);
+  CHECK(r.target.rfind("compute_90", 0) == 0);
+  CHECK(r.trace().find("refused") != std::string::npos);
+}
+
+TEST_CASE("every candidate refused: load_failed lists each attempt with the driver's error and log") {
+  add("allfailpkg", "allfail_vadd", {"vadd.sm_90.cubin", "vadd.compute_80.ptx#allfail"});
+  scoped_env fail("FAKECUDA_FAIL_LOAD", "sm_90,jit");
+  auto m = fatpack::load_module("allfail_vadd");
+  REQUIRE_FALSE(m);
+  CHECK(m.error().code == fatpack::errc::load_failed);
+  CHECK(m.error().cuda_status == 200);
+  const auto& msg = m.error().message;
+  CHECK(msg.find("cannot load module 'allfail_vadd' of package 'allfailpkg' on device 0") != std::string::npos);
+  CHECK(msg.find("entry 0 sm_90: cuModuleLoadDataEx: CUDA_ERROR_INVALID_IMAGE") != std::string::npos);
+  CHECK(msg.find("entry 1 compute_80 (PTX ISA 9.0): cuModuleLoadDataEx (JIT output)") != std::string::npos);
+  CHECK(m.error().log.find("FAKECUDA_FAIL_LOAD refuses sm_90") != std::string::npos);
+}
+
+TEST_CASE("fallback chain: the driver refuses a PTX ISA, an older PTX is used") {
+  // The driver claims CUDA 13.0 (so the selector allows ISA 9.0) but its JIT stops at 8.5.
+  add("isapkg", "isa_vadd", {"vadd.compute_90.ptx#isa", "vadd.compute_80.ptx@8.0"});
+  scoped_env limit("FAKECUDA_MAX_PTX_ISA", "8.5");
+  auto m = load("isa_vadd", 0);
+  const auto& r = m.report();
+  REQUIRE(r.attempts.size() == 2);
+  CHECK(r.attempts[0].target == "compute_90 (PTX ISA 9.0)");
+  CHECK(r.attempts[0].cuda_status == 222);  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+  CHECK(r.attempts[0].log.find("Unsupported .version 9.0") != std::string::npos);
+  CHECK(r.attempts[1].ok);
+  CHECK(r.target == "compute_80 (PTX ISA 8.0)");
+}
+
+TEST_CASE("selection refuses PTX newer than the driver's ISA before trying it") {
+  add("isa99pkg", "isa99_vadd", {"vadd.compute_90.ptx@9.9", "vadd.compute_80.ptx"});
+  auto m = load("isa99_vadd", 0);
+  CHECK(m.report().target == "compute_80 (PTX ISA 9.0)");
+  CHECK(m.report().attempts.size() == 1);
+  bool rejected = false;
+  for (const auto& c : m.report().candidates)
+    if (c.target == "compute_90 (PTX ISA 9.9)") rejected = c.verdict == "rejected";
+  CHECK(rejected);
+}
+
+TEST_CASE("JIT failure: an error value with the JIT log; not remembered") {
+  add("failjitpkg", "failjit_vadd", {"vadd.compute_80.ptx#failjit"});
+  {
+    scoped_env fail("FAKECUDA_FAIL_JIT", "1");
+    auto m = fatpack::load_module("failjit_vadd");
+    REQUIRE_FALSE(m);
+    CHECK(m.error().code == fatpack::errc::jit_failed);
+    CHECK(m.error().cuda_status == 218);  // CUDA_ERROR_INVALID_PTX
+    CHECK(m.error().log.find("FAKECUDA_FAIL_JIT") != std::string::npos);
+    CHECK(m.error().what().find("FAKECUDA_FAIL_JIT") != std::string::npos);
+    CHECK_THROWS_AS(fatpack::load_module("failjit_vadd").value(), fatpack::exception);
+  }
+  auto ok = fatpack::load_module("failjit_vadd");
+  CHECK(ok.has_value());
+}
+
+TEST_CASE("thread safety: 16 threads load one module, one JIT, one module") {
+  add("mtpkg", "mt_vadd", {"vadd.compute_80.ptx#mt"});
+  scoped_env delay("FAKECUDA_JIT_DELAY_MS", "200");
+  int n0 = jit_count();
+  int loads0 = fake_stat("fakecuda_module_loads");
+  std::vector<std::thread> ts;
+  std::mutex mu;
+  std::set<fatpack::cu_module> handles;
+  std::atomic<int> failures{0};
+  std::vector<fatpack::module> keep;
+  for (int i = 0; i < 16; ++i)
+    ts.emplace_back([&] {
+      auto m = fatpack::load_module("mt_vadd");
+      if (!m) {
+        ++failures;
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      handles.insert(m->handle());
+      keep.push_back(std::move(m.value()));
+    });
+  for (auto& t : ts) t.join();
+  CHECK(failures == 0);
+  CHECK(handles.size() == 1);
+  CHECK(jit_count() == n0 + 1);
+  CHECK(fake_stat("fakecuda_module_loads") == loads0 + 1);
+}
+
+TEST_CASE("module handles: move-only RAII") {
+  static_assert(!std::is_copy_constructible_v<fatpack::module>);
+  static_assert(!std::is_copy_assignable_v<fatpack::module>);
+  static_assert(std::is_nothrow_move_constructible_v<fatpack::module>);
+  static_assert(std::is_nothrow_move_assignable_v<fatpack::module>);
+  add("raiipkg", "raii_vadd", {"vadd.sm_90.cubin"});
+  int live0 = fake_stat("fakecuda_live_modules");
+  int ref0 = fake_stat("fakecuda_primary_refcount", 0);
+  fatpack::module a = load("raii_vadd", 0);
+  CHECK(fake_stat("fakecuda_live_modules") == live0 + 1);
+  CHECK(fake_stat("fakecuda_primary_refcount", 0) == ref0 + 1);
+  auto h = a.handle();
+  fatpack::module b(std::move(a));
+  CHECK_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+  CHECK(a.handle() == nullptr);
+  CHECK(a.function("vadd").error().code == fatpack::errc::invalid_argument);
+  CHECK(b.handle() == h);
+  fatpack::module c;
+  CHECK_FALSE(c);
+  c = std::move(b);
+  CHECK(c.handle() == h);
+  fatpack::module& alias = c;
+  c = std::move(alias);  // self-move keeps the module
+  CHECK(c.handle() == h);
+  CHECK(c.function("vadd").has_value());
+  fatpack::module d = load("raii_vadd", 0);
+  c = std::move(d);  // assigning over a handle of the same module: still loaded
+  CHECK(fake_stat("fakecuda_live_modules") == live0 + 1);
+  c.reset();
+  CHECK(fake_stat("fakecuda_live_modules") == live0);
+  CHECK(fake_stat("fakecuda_primary_refcount", 0) == ref0);
+}
+
+TEST_CASE("FATPACK_LOG trace: through the API callback") {
+  add("logpkg", "log_vadd", {"vadd.sm_75.cubin", "vadd.sm_90.cubin", "vadd.compute_80.ptx"});
+  std::vector<std::string> lines;
+  std::mutex mu;
+  fatpack::set_log_callback([&](fatpack::log_level, std::string_view line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.emplace_back(line);
+  });
+  fatpack::set_log_level(fatpack::log_level::info);
+  auto m = load("log_vadd", 0);
+  fatpack::set_log_level(fatpack::log_level::off);
+  fatpack::set_log_callback(nullptr);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  CHECK(all.find("module 'log_vadd' (package 'logpkg') on device 0") != std::string::npos);
+  CHECK(all.find("PTX ISA <= 9.0, policy prefer_sass") != std::string::npos);
+  CHECK(all.find("candidate entry 1 sm_90: chosen: ") != std::string::npos);
+  CHECK(all.find("sm_75: rejected: ") != std::string::npos);
+  CHECK(all.find("compute_80 (PTX ISA 9.0): usable: ") != std::string::npos);
+  CHECK(all.find("try entry 1 sm_90: ok") != std::string::npos);
+  CHECK(all.find("loaded entry 1 sm_90 (SASS)") != std::string::npos);
+  CHECK(m.report().trace() + "\n" == all);
+}
+
+TEST_CASE("bare images: cubin, PTX and nvcc fatbin buffers the application hands in") {
+  auto cubin = read_file(artifact("vadd.sm_90.cubin"));
+  REQUIRE(fatpack::add_image(cubin.data(), cubin.size(), "img_cubin").ok());
+  auto a = load("img_cubin", 0);
+  CHECK(a.report().target == "sm_90");
+  CHECK(a.package_name() == "img_cubin");
+
+  auto ptx = read_file(artifact("vadd.compute_80.ptx"));
+  REQUIRE(fatpack::add_image(ptx.data(), ptx.size(), "img_ptx", "img_pkg").ok());
+  auto b = load("img_ptx", 0);
+  CHECK(b.report().jit);
+  CHECK(b.function("saxpy").has_value());
+
+  for (const char* f : {"vadd.fatbin", "vadd.compressed.fatbin"}) {
+    auto fat = read_file(artifact(f));
+    std::string module = std::string("img_") + (f[5] == 'c' ? "cfatbin" : "fatbin");
+    REQUIRE(fatpack::add_image(fat.data(), fat.size(), module).ok());
+    auto c0 = load(module, 0);
+    CHECK(c0.report().target == "sm_90");
+    auto c1 = load(module, 1);
+    CHECK(c1.report().target == "sm_80");
+  }
+  auto bad = fatpack::add_image(nullptr, 0, "x");
+  CHECK(bad.error().code == fatpack::errc::invalid_argument);
+  const char junk[] = "not a cubin";
+  CHECK_FALSE(fatpack::add_image(junk, sizeof junk, "junk").ok());
+}
+
+TEST_CASE("registry: files, borrowed memory, embedded records, names and errors") {
+  auto missing = fatpack::add_package_file("/nonexistent/app.fpk");
+  CHECK(missing.error().code == fatpack::errc::io);
+  CHECK(missing.error().message.find("/nonexistent/app.fpk") != std::string::npos);
+
+  REQUIRE(fatpack::add_package_file(package_file("filepkg", entries_of("file_vadd", {"vadd.sm_90.cubin"}))).ok());
+  CHECK(load("file_vadd").report().package == "filepkg");
+
+  const char junk[] = "definitely not a package";
+  auto bad = fatpack::add_package_memory(junk, sizeof junk, "junk");
+  CHECK(bad.error().code == fatpack::errc::bad_package);
+
+  static const std::vector<std::uint8_t> borrowed = make_package("borrowpkg", entries_of("borrow_vadd", {"vadd.sm_90.cubin"}));
+  REQUIRE(fatpack::add_package_memory(borrowed.data(), borrowed.size(), "borrowed", fatpack::ownership::borrow).ok());
+  CHECK(load("borrow_vadd").report().package == "borrowpkg");
+
+  // A record as `fatpack embed` writes it, registered the way a shared library's constructor does.
+  static const std::vector<std::uint8_t> embedded = make_package("embpkg", entries_of("emb_vadd", {"vadd.sm_90.cubin"}));
+  static const core::registry_record rec{core::registry_record_magic, core::registry_record_version, "embpkg",
+                                         embedded.data(), embedded.data() + embedded.size()};
+  fatpack_register_embedded(&rec);
+  fatpack_register_embedded(&rec);  // twice: counted once
+  auto e = load("emb_vadd");
+  CHECK(e.report().package == "embpkg");
+  auto pk = fatpack::packages().value();
+  int embpkg = 0;
+  for (const auto& p : pk) embpkg += p.name == "embpkg";
+  CHECK(embpkg == 1);
+
+  // The same bytes again: fine; a different package under a used name: refused.
+  REQUIRE(fatpack::add_package_memory(embedded.data(), embedded.size(), "again").ok());
+  auto other = make_package("embpkg", entries_of("emb_other", {"vadd.sm_80.cubin"}));
+  auto clash = fatpack::add_package_memory(other.data(), other.size(), "clash");
+  CHECK(clash.error().code == fatpack::errc::ambiguous);
+
+  auto nf = fatpack::load_module("no_such_module");
+  REQUIRE_FALSE(nf);
+  CHECK(nf.error().code == fatpack::errc::not_found);
+  CHECK(nf.error().message.find("embpkg [emb_vadd]") != std::string::npos);
+  fatpack::load_options o;
+  o.package = "no_such_package";
+  CHECK(fatpack::load_module("emb_vadd", o).error().code == fatpack::errc::not_found);
+  o.package = "embpkg";
+  CHECK(fatpack::load_module("emb_vadd", o).has_value());
+
+  // The same module name in two packages needs the package named.
+  add("dup1", "dup_vadd", {"vadd.sm_90.cubin"});
+  add("dup2", "dup_vadd", {"vadd.sm_80.cubin", "vadd.compute_80.ptx"});
+  auto amb = fatpack::load_module("dup_vadd");
+  CHECK(amb.error().code == fatpack::errc::ambiguous);
+  o.package = "dup2";
+  CHECK(fatpack::load_module("dup_vadd", o).value().report().jit);
+}
+
+TEST_CASE("warm-up: background compiles on the pool, loads find the SASS") {
+  add("warmpkg", "warm_vadd", {"vadd.compute_80.ptx#warm"});
+  add("warmpkg2", "warm_vadd2", {"vadd.sm_90.cubin", "vadd.sm_86.cubin"});
+  scoped_env delay("FAKECUDA_JIT_DELAY_MS", "100");
+  int n0 = jit_count();
+  fatpack::warm_options o;
+  o.package = "warmpkg";
+  auto h = fatpack::warm(o);
+  CHECK(h.jobs() == 2);  // one module, two devices of different CC
+  REQUIRE(h.wait().ok());
+  CHECK(h.done());
+  CHECK(jit_count() == n0 + 2);
+  auto m = load("warm_vadd", 1);
+  CHECK(m.report().jit);
+  CHECK(m.report().jit_reused);
+  CHECK(jit_count() == n0 + 2);
+  o.package = "warmpkg2";
+  CHECK(fatpack::warm(o).jobs() == 0);  // SASS for both devices: nothing to compile
+}
+
+TEST_CASE("plan_module: the selector's answer without loading") {
+  add("planpkg", "plan_vadd", k_sass_ptx);
+  int loads0 = fake_stat("fakecuda_module_loads");
+  auto r = fatpack::plan_module("plan_vadd").value();
+  CHECK(r.target == "sm_90");
+  CHECK_FALSE(r.loaded);
+  CHECK(r.candidates.size() == 4);
+  CHECK(r.trace().find("planned entry 2 sm_90") != std::string::npos);
+  CHECK(fake_stat("fakecuda_module_loads") == loads0);
+}
+
+TEST_CASE("C API: load, function, report, errors") {
+  add("capipkg", "capi_vadd", k_sass_ptx);
+  fatpack_module* m = nullptr;
+  REQUIRE(fatpack_load_module("capi_vadd", nullptr, 0, &m) == FATPACK_OK);
+  REQUIRE(m != nullptr);
+  struct CUfunc_st* f = nullptr;
+  CHECK(fatpack_module_function(m, "vadd", &f) == FATPACK_OK);
+  CHECK(f != nullptr);
+  CHECK(fatpack_module_handle(m) != nullptr);
+  CHECK(fatpack_module_context(m) != nullptr);
+  CHECK(fatpack_module_device(m) == 0);
+  CHECK(fatpack_module_jit(m) == 0);
+  CHECK(std::string(fatpack_module_report(m)).find("loaded entry 2 sm_90") != std::string::npos);
+  CHECK(fatpack_module_function(m, "nope", &f) == FATPACK_ERROR_NOT_FOUND);
+  CHECK(std::string(fatpack_last_error()).find("nope") != std::string::npos);
+  CHECK(fatpack_last_cuda_status() == 500);
+  fatpack_module_release(m);
+  fatpack_module_release(nullptr);
+
+  fatpack_module* j = nullptr;
+  REQUIRE(fatpack_load_module_with_policy("capi_vadd", "capipkg", 1, FATPACK_POLICY_FORCE_PTX, &j) == FATPACK_OK);
+  CHECK(fatpack_module_jit(j) == 1);
+  fatpack_module_release(j);
+
+  fatpack_module* none = reinterpret_cast<fatpack_module*>(1);
+  CHECK(fatpack_load_module("capi_missing", nullptr, -1, &none) == FATPACK_ERROR_NOT_FOUND);
+  CHECK(none == nullptr);
+  CHECK(std::string(fatpack_last_error()).find("capi_missing") != std::string::npos);
+  CHECK(fatpack_load_module(nullptr, nullptr, 0, &none) == FATPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(fatpack_status_name(FATPACK_ERROR_NO_DRIVER)) == "FATPACK_ERROR_NO_DRIVER");
+
+  int n = 0;
+  CHECK(fatpack_device_count(&n) == FATPACK_OK);
+  CHECK(n == 2);
+  fatpack_device_info info;
+  CHECK(fatpack_get_device_info(1, &info) == FATPACK_OK);
+  CHECK(info.cc_major == 8);
+  CHECK(info.cc_minor == 6);
+  CHECK(std::string(info.max_ptx_isa) == "9.0");
+  CHECK(fatpack_get_device_info(7, &info) == FATPACK_ERROR_INVALID_DEVICE);
+  int v = 0;
+  CHECK(fatpack_driver_version(&v) == FATPACK_OK);
+  CHECK(v == 13000);
+  void* fn = nullptr;
+  CHECK(fatpack_driver_entry_point("cuLinkCreate", 12000, &fn) == FATPACK_OK);
+  CHECK(fn != nullptr);
+
+  auto cubin = read_file(artifact("vadd.sm_86.cubin"));
+  CHECK(fatpack_add_image(cubin.data(), cubin.size(), "capi_img", nullptr) == FATPACK_OK);
+  CHECK(fatpack_load_module("capi_img", nullptr, 1, &m) == FATPACK_OK);
+  fatpack_module_release(m);
+  CHECK(fatpack_warm_all(-1) == FATPACK_OK);
+  CHECK(fatpack_warm_wait() == FATPACK_OK);
+
+  CHECK(fatpack_c_smoke() == 0);
+}

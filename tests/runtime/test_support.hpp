@@ -1,0 +1,165 @@
+// Helpers for the runtime tests: real nvcc artifacts -> packages (through core's importer and
+// writer, as the packager does), PTX rewrites, temp files, and child processes with a given
+// environment (each driver configuration needs a fresh process).
+#pragma once
+
+#include "fatpack/core/input.hpp"
+#include "fatpack/core/package_writer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace fatpack_test {
+
+inline std::string artifact(const std::string& name) { return std::string(FATPACK_TEST_ARTIFACTS) + "/" + name; }
+
+inline std::vector<std::uint8_t> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE_MESSAGE(f.good(), "cannot read " << path);
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+inline void write_file(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(f.good());
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// A fresh directory for this test process.
+inline const std::string& temp_dir() {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/fatpack-runtime-test-XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    if (!d) std::abort();  // may run before doctest starts
+    return std::string(d);
+  }();
+  return dir;
+}
+
+// PTX text with its `.version` line replaced ("9.0" -> isa).
+inline std::vector<std::uint8_t> ptx_with_version(const std::vector<std::uint8_t>& ptx, const std::string& isa) {
+  std::string s(ptx.begin(), ptx.end());
+  auto pos = s.find(".version ");
+  REQUIRE(pos != std::string::npos);
+  auto end = s.find('\n', pos);
+  s.replace(pos, end - pos, ".version " + isa);
+  return std::vector<std::uint8_t>(s.begin(), s.end());
+}
+
+// Entries of a module from artifact files (cubin / PTX), imported as the packager does.
+// An item is "file", "file@isa" (PTX with its .version rewritten) and/or "file#tag" (PTX with a
+// comment line appended: the same kernels, different bytes, so a new JIT key).
+inline std::vector<fatpack::core::entry_input> entries_of(const std::string& module, const std::vector<std::string>& items) {
+  std::vector<fatpack::core::entry_input> out;
+  for (const auto& item : items) {
+    std::string file = item, isa, tag;
+    if (auto hash = file.find('#'); hash != std::string::npos) {
+      tag = file.substr(hash + 1);
+      file = file.substr(0, hash);
+    }
+    if (auto at = file.find('@'); at != std::string::npos) {
+      isa = file.substr(at + 1);
+      file = file.substr(0, at);
+    }
+    auto bytes = read_file(artifact(file));
+    if (!isa.empty()) bytes = ptx_with_version(bytes, isa);
+    if (!tag.empty()) {
+      std::string c = "// " + tag + "\n";
+      bytes.insert(bytes.end(), c.begin(), c.end());
+    }
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), item, module);
+    REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : r.err().message));
+    for (auto& e : r.value()) {
+      e.module_name = module;
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+inline std::vector<std::uint8_t> make_package(const std::string& name,
+                                              const std::vector<fatpack::core::entry_input>& entries,
+                                              fatpack::core::codec codec = fatpack::core::codec::lz4) {
+  fatpack::core::pack_options o;
+  o.codec = codec;
+  auto r = fatpack::core::write_package(name, entries, o);
+  REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : r.err().message));
+  return std::move(r.value());
+}
+
+// Writes a package to the temp dir and returns its path.
+inline std::string package_file(const std::string& name, const std::vector<fatpack::core::entry_input>& entries) {
+  std::string path = temp_dir() + "/" + name + ".fpk";
+  write_file(path, make_package(name, entries));
+  return path;
+}
+
+struct child_result {
+  int status = -1;
+  std::string out, err;
+  bool has(const std::string& s) const { return out.find(s) != std::string::npos; }
+  bool err_has(const std::string& s) const { return err.find(s) != std::string::npos; }
+};
+
+// Runs `argv` with the current environment minus FAKECUDA_*/FATPACK_*/CUDA_*_PTX_JIT, plus `env`.
+inline child_result run_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  static int counter = 0;
+  std::string base = temp_dir() + "/child" + std::to_string(++counter);
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("FAKECUDA_", 0) == 0 || kv.rfind("FATPACK_", 0) == 0 || kv.rfind("CUDA_FORCE_PTX_JIT", 0) == 0 ||
+        kv.rfind("CUDA_DISABLE_PTX_JIT", 0) == 0)
+      continue;
+    envs.push_back(kv);
+  }
+  for (const auto& kv : env) envs.push_back(kv.first + "=" + kv.second);
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, (base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, (base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE(rc == 0);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  child_result r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = read_text(base + ".out");
+  r.err = read_text(base + ".err");
+  return r;
+}
+
+inline int count_lines(const std::string& path) {
+  std::string s = read_text(path);
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace fatpack_test
