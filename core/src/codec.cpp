@@ -5,13 +5,14 @@
 // stored raw, so incompressible data costs a memcpy instead of a decoder pass.
 #include "fatpack/core/codec.hpp"
 
+#include "parallel.hpp"
+
 #include <lz4.h>
 #include <lz4hc.h>
 #include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -31,25 +32,6 @@ void write_u32(std::uint8_t* p, std::uint32_t v) {
 
 std::uint64_t block_count(std::uint64_t raw_size, std::uint32_t block_size) {
   return raw_size == 0 ? 0 : (raw_size + block_size - 1) / block_size;
-}
-
-// Runs fn(i) for i in [0, n) on up to `threads` threads (the calling thread included).
-template <class Fn>
-void parallel_for(std::size_t n, unsigned threads, Fn fn) {
-  threads = unsigned(std::min<std::size_t>(std::max(1u, threads), n));
-  if (threads <= 1) {
-    for (std::size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < n;) fn(i);
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
 }
 
 }  // namespace
@@ -110,7 +92,7 @@ result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t blo
   const std::uint64_t n = block_count(raw.size, block_size);
   std::vector<std::vector<std::uint8_t>> blocks(n);
   std::vector<std::string> failures(n);
-  parallel_for(n, std::thread::hardware_concurrency(), [&](std::size_t i) {
+  detail::parallel_for(n, std::thread::hardware_concurrency(), [&](std::size_t i) {
     const std::uint8_t* src = raw.data + i * std::uint64_t(block_size);
     const std::size_t len = std::size_t(std::min<std::uint64_t>(block_size, raw.size - i * std::uint64_t(block_size)));
     std::vector<std::uint8_t>& out = blocks[i];
@@ -185,9 +167,9 @@ status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint
                                            " bytes but stored_size is " + std::to_string(stored.size));
 
   std::vector<std::string> failures(static_cast<std::size_t>(n));
-  // Small entries are not worth a thread start (~30 us).
+  // Small entries are not worth waking a worker.
   if (raw_size < 2 * std::uint64_t(block_size)) threads = 1;
-  parallel_for(std::size_t(n), threads, [&](std::size_t i) {
+  detail::parallel_for(std::size_t(n), threads, [&](std::size_t i) {
     const std::uint8_t* src = stored.data + offsets[i];
     const std::size_t src_len = std::size_t(offsets[i + 1] - offsets[i]);
     std::uint8_t* dst = out + i * std::uint64_t(block_size);

@@ -150,7 +150,9 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         raw = std::make_unique<os::scratch_buffer>(static_cast<std::size_t>(e.raw_size));
         if (!*raw) {
           bad = "out of host memory for " + std::to_string(e.raw_size) + " bytes";
-        } else if (auto s = me.package->view.decompress_into(c.entry, raw->data(), decompress_threads()); !s) {
+        } else if (auto s = me.package->view.decompress_into(c.entry, raw->data(), decompress_threads(),
+                                                                   core::package_view::check::stored);
+                   !s) {
           bad = s.err().message;
         }
         image = raw ? raw->data() : nullptr;
