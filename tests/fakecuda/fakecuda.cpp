@@ -737,12 +737,15 @@ struct proc {
   const char* name;
   void* fn;
 };
+// What a benchmark's "driver" case calls (fatpack itself always uses the Ex form).
+CUresult fk_cuModuleLoadData(CUmodule* m, const void* image) { return fk_cuModuleLoadDataEx(m, image, 0, nullptr, nullptr); }
+
 #define FK(n) {#n, reinterpret_cast<void*>(&fk_##n)}
 const proc k_procs[] = {
     FK(cuInit), FK(cuDriverGetVersion), FK(cuGetErrorName), FK(cuGetErrorString), FK(cuDeviceGetCount),
     FK(cuDeviceGet), FK(cuDeviceGetAttribute), FK(cuDeviceGetName), FK(cuDeviceGetUuid),
     FK(cuDevicePrimaryCtxRetain), FK(cuDevicePrimaryCtxRelease), FK(cuCtxPushCurrent), FK(cuCtxPopCurrent),
-    FK(cuCtxGetCurrent), FK(cuCtxGetDevice), FK(cuCtxSetCurrent), FK(cuModuleLoadDataEx), FK(cuModuleUnload),
+    FK(cuCtxGetCurrent), FK(cuCtxGetDevice), FK(cuCtxSetCurrent), FK(cuModuleLoadDataEx), FK(cuModuleLoadData), FK(cuModuleUnload),
     FK(cuModuleGetFunction), FK(cuLinkCreate), FK(cuLinkAddData), FK(cuLinkComplete), FK(cuLinkDestroy),
 };
 #undef FK

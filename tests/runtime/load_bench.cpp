@@ -131,15 +131,18 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> kernels = imported->front().kernels;
   struct variant {
-    const char* name;
-    core::codec codec;
+    const char* name = "";
+    core::codec codec = core::codec::none;
     std::vector<std::uint8_t> package;
     std::vector<double> ms;
+    std::vector<double> decompress_ms, driver_ms, rest_ms;  // the load report's phases
     long long extra_peak = 0;
     long rss_peak_kib = 0;  // max over runs of VmHWM - VmRSS before the load
   };
-  std::vector<variant> vs = {{"lz4", core::codec::lz4, {}, {}, 0, 0}, {"zstd", core::codec::zstd, {}, {}, 0, 0},
-                             {"none", core::codec::none, {}, {}, 0, 0}};
+  std::vector<variant> vs(3);
+  vs[0].name = "lz4", vs[0].codec = core::codec::lz4;
+  vs[1].name = "zstd", vs[1].codec = core::codec::zstd;
+  vs[2].name = "none", vs[2].codec = core::codec::none;
   for (auto& v : vs) {
     auto entries = imported.value();
     entries.front().module_name = std::string("bench_") + v.name;
@@ -213,6 +216,10 @@ int main(int argc, char** argv) {
     }
     for (const auto& k : kernels) (void)m->function(k);
     double t1 = now_ms();
+    const auto& rep = m->report();
+    v.decompress_ms.push_back(rep.decompress_ms);
+    v.driver_ms.push_back(rep.load_ms);
+    v.rest_ms.push_back((t1 - t0) - rep.decompress_ms - rep.load_ms);
     v.extra_peak = std::max(v.extra_peak, g_peak.load() - live0);
     if (rss0 >= 0) v.rss_peak_kib = std::max(v.rss_peak_kib, read_status_kib("VmHWM:") - rss0);
     return t1 - t0;
@@ -222,7 +229,12 @@ int main(int argc, char** argv) {
     plain_once();
     for (auto& v : vs) fatpack_once(v);
   }
-  for (auto& v : vs) v.extra_peak = v.rss_peak_kib = 0;
+  for (auto& v : vs) {
+    v.extra_peak = v.rss_peak_kib = 0;
+    v.decompress_ms.clear();
+    v.driver_ms.clear();
+    v.rest_ms.clear();
+  }
   plain_rss_peak_kib = 0;
   for (int i = 0; i < runs; ++i) {
     plain_ms.push_back(plain_once());
@@ -247,6 +259,9 @@ int main(int argc, char** argv) {
       std::printf(", RSS high-water per load %ld KiB (plain: %ld KiB; extra %ld KiB)", v.rss_peak_kib,
                   plain_rss_peak_kib, v.rss_peak_kib - plain_rss_peak_kib);
     std::printf("; budget: entry raw size %zu B + 1 MiB = %zu KiB\n", cubin.size(), (cubin.size() + (1u << 20)) / 1024);
+    std::printf("    phases (medians): decompress + checksum %.4f ms, cuModuleLoadDataEx %.4f ms, the rest (lookup, "
+                "selection, context, %zu x function()) %.4f ms\n",
+                median(v.decompress_ms), median(v.driver_ms), kernels.size(), median(v.rest_ms));
   }
   std::printf("max RSS of the process: %ld KiB\n", ru.ru_maxrss);
   return 0;

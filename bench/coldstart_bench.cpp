@@ -1,0 +1,199 @@
+// Cold start of a package of many PTX-only modules on a GPU that has no SASS for them (design.md §5:
+// fatpack <= 1/8 of the driver's time on a 16-core host, and only what is used is compiled before
+// first use). Three cases, each in a fresh child process (so nothing one JIT-ed helps another), all
+// with CUDA_CACHE_DISABLE=1 (the driver's cache would answer cuLink too) and an empty fatpack cache:
+//
+//   driver  : cuModuleLoadData(PTX) of every module, one after the other (the driver's own JIT), then
+//             cuModuleGetFunction of every kernel
+//   fatpack : fatpack::warm() (every module queued on the JIT pool), then load_module + function() of
+//             every kernel of every module
+//   first   : fatpack::load_module of the first module alone (what a program that uses one module
+//             waits for: nothing else is compiled)
+//
+//   fatpack_coldstart_bench PACKAGE.fpk [--jit-threads N]
+//
+// The primary context is created before the clock starts in every case (100-300 ms that is neither
+// fatpack's nor the JIT's). Make the input with bench/make_coldstart_inputs.sh.
+#include "fatpack/fatpack.hpp"
+
+#include "fatpack/core/package.hpp"
+
+#include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace core = fatpack::core;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "fatpack_coldstart_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <class Fn>
+Fn entry(const char* name) {
+  auto p = fatpack::driver_entry_point(name);
+  if (!p) die(p.error().what());
+  return reinterpret_cast<Fn>(*p);
+}
+
+// Takes device 0's primary context and makes it current, outside the timed part.
+CUcontext take_context() {
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (entry<decltype(&cuDeviceGet)>("cuDeviceGet")(&dev, 0) != CUDA_SUCCESS ||
+      entry<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&ctx, dev) != CUDA_SUCCESS ||
+      entry<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent")(ctx) != CUDA_SUCCESS)
+    die("cannot take device 0's primary context");
+  return ctx;
+}
+
+int run_driver(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  auto pv = core::package_view::parse(core::byte_span(bytes), path);
+  if (!pv) die(pv.err().message);
+  struct module_ptx {
+    std::vector<std::uint8_t> ptx;
+    std::vector<std::string> kernels;
+  };
+  std::vector<module_ptx> mods;
+  for (const auto& e : pv->entries()) {
+    if (e.target.kind != core::entry_kind::ptx) continue;
+    auto raw = pv->decompress(e.index);
+    if (!raw) die(raw.err().message);
+    module_ptx m;
+    m.ptx = std::move(*raw);
+    m.ptx.push_back(0);
+    for (auto k : e.kernels) m.kernels.emplace_back(k);
+    mods.push_back(std::move(m));
+  }
+  take_context();
+  auto load = entry<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+  auto getfn = entry<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+  const double t0 = now_ms();
+  for (const auto& m : mods) {
+    CUmodule mod = nullptr;
+    if (CUresult r = load(&mod, m.ptx.data()); r != CUDA_SUCCESS) die("cuModuleLoadData(PTX) failed: " + std::to_string(r));
+    for (const auto& k : m.kernels) {
+      CUfunction fn;
+      if (getfn(&fn, mod, k.c_str()) != CUDA_SUCCESS) die("cuModuleGetFunction(" + k + ") failed");
+    }
+  }
+  std::printf("RESULT %.1f %zu\n", now_ms() - t0, mods.size());
+  return 0;
+}
+
+std::vector<std::string> module_names() {
+  auto pk = fatpack::packages();
+  if (!pk) die(pk.error().what());
+  std::vector<std::string> names;
+  for (const auto& p : *pk)
+    for (const auto& m : p.modules) names.push_back(m);
+  return names;
+}
+
+void load_and_touch(const std::string& name, std::vector<fatpack::module>& keep) {
+  fatpack::load_options lo;
+  lo.device = 0;
+  auto m = fatpack::load_module(name, lo);
+  if (!m) die(m.error().what());
+  if (!m->report().jit) die("module " + name + " did not go through the JIT: the input must hold PTX only");
+  for (const auto& k : m->kernels())
+    if (!m->function(k)) die("function " + k + " of " + name);
+  keep.push_back(std::move(*m));
+}
+
+int run_fatpack(const std::string& path, bool first_only) {
+  if (auto s = fatpack::add_package_file(path); !s) die(s.error().what());
+  if (auto s = fatpack::init(); !s) die(s.error().what());
+  take_context();
+  const auto names = module_names();
+  std::vector<fatpack::module> keep;
+  const double t0 = now_ms();
+  if (first_only) {
+    load_and_touch(names.front(), keep);
+  } else {
+    fatpack::warm_options wo;
+    wo.device = 0;
+    auto w = fatpack::warm(wo);
+    for (const auto& n : names) load_and_touch(n, keep);
+    if (auto s = w.wait(); !s) die(s.error().what());
+  }
+  std::printf("RESULT %.1f %zu\n", now_ms() - t0, first_only ? std::size_t(1) : names.size());
+  return 0;
+}
+
+// Runs this program in `mode` as a child and returns its RESULT milliseconds.
+double child(const char* self, const std::string& mode, const std::string& pkg, const std::string& extra_env,
+             std::size_t& modules) {
+  char dir[] = "/tmp/fatpack-coldstart-XXXXXX";
+  if (!mkdtemp(dir)) die("mkdtemp failed");
+  const std::string cmd = "CUDA_CACHE_DISABLE=1 FATPACK_CACHE_PATH=" + std::string(dir) + " " + extra_env + " '" +
+                          self + "' --mode " + mode + " '" + pkg + "'";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) die("popen failed");
+  char line[512];
+  double ms = -1;
+  while (std::fgets(line, sizeof line, p)) {
+    if (std::strncmp(line, "RESULT ", 7) == 0)
+      ms = std::strtod(line + 7, nullptr), modules = std::strtoul(std::strchr(line + 7, ' ') + 1, nullptr, 10);
+    else
+      std::fputs(line, stdout);
+  }
+  if (pclose(p) != 0 || ms < 0) die("case '" + mode + "' failed");
+  std::system(("rm -rf '" + std::string(dir) + "'").c_str());
+  return ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode, pkg, threads;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--mode" && i + 1 < argc) mode = argv[++i];
+    else if (a == "--jit-threads" && i + 1 < argc) threads = argv[++i];
+    else pkg = a;
+  }
+  if (pkg.empty()) {
+    std::fprintf(stderr, "usage: fatpack_coldstart_bench PACKAGE.fpk [--jit-threads N]\n");
+    return 2;
+  }
+  if (mode == "driver") return run_driver(pkg);
+  if (mode == "fatpack") return run_fatpack(pkg, false);
+  if (mode == "first") return run_fatpack(pkg, true);
+
+  if (auto s = fatpack::init(); !s) {
+    std::printf("SKIPPED: no CUDA driver/GPU (%s)\n", s.error().message.c_str());
+    return 77;
+  }
+  const auto dev = fatpack::device(0).value();
+  const std::string env = threads.empty() ? "" : "FATPACK_JIT_THREADS=" + threads;
+  std::size_t n_driver = 0, n_fatpack = 0, n_first = 0;
+  const double d = child(argv[0], "driver", pkg, env, n_driver);
+  const double f = child(argv[0], "fatpack", pkg, env, n_fatpack);
+  const double one = child(argv[0], "first", pkg, env, n_first);
+  std::printf("device: %s (CC %d.%d), %ld host threads, JIT threads %s\n", dev.name.c_str(), dev.cc_major, dev.cc_minor,
+              sysconf(_SC_NPROCESSORS_ONLN), threads.empty() ? "default (hardware threads)" : threads.c_str());
+  std::printf("driver, cuModuleLoadData(PTX) module after module (%zu modules): %10.1f ms\n", n_driver, d);
+  std::printf("fatpack, warm() + load every module (%zu modules):              %10.1f ms = 1/%.1f of the driver\n",
+              n_fatpack, f, d / f);
+  std::printf("fatpack, load only the first module:                           %10.1f ms (the others are not compiled)\n",
+              one);
+  return 0;
+}
