@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"fatpack " FATPACK_VERSION
                ": package CUDA kernels (SASS for several GPUs + PTX) into one compressed, checksummed .fpk "
-               "package and inspect, verify, extract, plan and embed packages.\n"
+               "package and inspect, verify, extract, plan and embed packages; prebuild and maintain the runtime's JIT "
+               "cache.\n"
                "Exit status: 0 success, 1 failure, 2 usage error.",
                "fatpack"};
   app.require_subcommand(1);
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
   add(add_plan_command);
   add(add_embed_command);
   add(add_export_fatbin_command);
+  add(add_cache_command);
+  add(add_warm_command);
 
   try {
     app.parse(int(args.size()), args.data());

@@ -51,6 +51,11 @@ command_runner add_extract_command(CLI::App& app);
 command_runner add_plan_command(CLI::App& app);
 command_runner add_embed_command(CLI::App& app);
 command_runner add_export_fatbin_command(CLI::App& app);
+command_runner add_cache_command(CLI::App& app);
+command_runner add_warm_command(CLI::App& app);
+
+// --path DIR of `cache ...` and `warm` (default: the runtime's per-user cache directory).
+void add_cache_path_option(CLI::App& cmd, std::string& path);
 
 // Arguments after a bare `--` (for `build`: passed to nvcc unchanged).
 std::vector<std::string>& passthrough_args();

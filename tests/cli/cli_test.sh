@@ -24,10 +24,73 @@ cubins=("$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.sm_90.cubin")
 ptx="$art/vadd.compute_90.ptx"
 
 case "$case_name" in
+cache_warm)
+  # `fatpack warm` / `fatpack cache ...` against the fake driver (FATPACK_LIBCUDA, set by CTest): what
+  # warm compiles is what a program then loads without a JIT (checked with the runtime probe).
+  [ -n "${FATPACK_LIBCUDA:-}" ] && [ -n "${PROBE:-}" ] || fail "CTest must set FATPACK_LIBCUDA and PROBE"
+  export FAKECUDA_DEVICES=90 FAKECUDA_JIT_LOG=$work/jit.log
+  jits() { [ -f "$work/jit.log" ] && wc -l <"$work/jit.log" | tr -d ' ' || echo 0; }
+  c=$work/cache
+  run 0 "$fatpack" pack -o w.fpk --name w --module vadd "$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" \
+    "$art/vadd.compute_80.ptx"
+  run 0 "$fatpack" warm --path "$c" w.fpk
+  expect_in out.txt "^compiled +w/vadd for sm_90 from compute_80"
+  expect_in out.txt "1 compiled .* 0 failed"
+  [ "$(jits)" = 1 ] || fail "warm ran $(jits) JITs, expected 1"
+  run 0 "$fatpack" warm --path "$c" w.fpk
+  expect_in out.txt "^already cached +w/vadd for sm_90"
+  [ "$(jits)" = 1 ] || fail "a second warm JIT-ed again ($(jits) JITs)"
+  # A program with the warmed cache loads the PTX entry's SASS from it: no JIT.
+  FATPACK_CACHE_PATH=$c run 0 "$PROBE" --package w.fpk load vadd
+  expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
+  [ "$(jits)" = 1 ] || fail "the program JIT-ed although warm had filled the cache ($(jits) JITs)"
+  # Cross-target: GPUs that are not in the machine. sm_86 has SASS (sm_80 runs on CC 8.6).
+  run 0 "$fatpack" warm --path "$c" --target sm_86,sm_100,sm_120 w.fpk
+  expect_in out.txt "^has SASS +w/vadd for sm_86: "
+  expect_in out.txt "^compiled +w/vadd for sm_100"
+  expect_in out.txt "^compiled +w/vadd for sm_120"
+  run 0 "$fatpack" cache stats --path "$c" --json
+  json "assert d['schema_version'] == 1 and d['stats']['entries'] == 3, d"
+  run 0 "$fatpack" cache list --path "$c" --json
+  json "assert sorted(e['sm'] for e in d['entries']) == [90, 100, 120], d"
+  run 0 "$fatpack" cache list --path "$c"
+  expect_in out.txt "^3 entries in "
+  run 0 "$fatpack" cache verify --path "$c"
+  expect_in out.txt ": ok \\(3 entries\\)"
+  # A damaged entry: verify names it and fails; --repair removes it; the cache is sound again.
+  run 0 "$fatpack" cache list --path "$c" --json
+  victim=$(python3 -c "import json; print(json.load(open('out.txt'))['entries'][0]['file'])")
+  python3 -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0xff; open(p,'wb').write(b)" "$victim"
+  run 1 "$fatpack" cache verify --path "$c"
+  expect_in err.txt "^fatpack: error: $victim: "
+  run 0 "$fatpack" cache verify --path "$c" --repair
+  expect_in err.txt "(removed)"
+  run 0 "$fatpack" cache verify --path "$c"
+  run 0 "$fatpack" cache stats --path "$c" --json
+  json "assert d['stats']['entries'] == 2, d"
+  run 0 "$fatpack" cache prune --path "$c" --max-size 1
+  expect_in out.txt "removed 2 entries"
+  run 0 "$fatpack" warm --path "$c" --target sm_100 w.fpk
+  run 0 "$fatpack" cache clear --path "$c"
+  expect_in out.txt "removed 1 entries"
+  run 0 "$fatpack" cache stats --path "$c" --json
+  json "assert d['stats']['entries'] == 0, d"
+  # Errors: a bad target is a usage error; no driver and a failing JIT are failures that say why.
+  run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
+  expect_in err.txt "fatpack: error: --target: .*sm_9x"
+  run 2 "$fatpack" cache prune --path "$c" --max-size lots
+  FATPACK_LIBCUDA=$work/no-such-libcuda.so run 1 "$fatpack" warm --path "$c" w.fpk
+  expect_in err.txt "fatpack: error: .*no-such-libcuda.so"
+  FAKECUDA_FAIL_JIT=1 run 1 "$fatpack" warm --path "$c" w.fpk
+  expect_in out.txt "^FAILED +w/vadd for sm_90: "
+  expect_in out.txt "1 failed"
+  run 1 "$fatpack" warm --path "$c" no-such.fpk
+  expect_in err.txt "fatpack: error: .*no-such.fpk"
+  ;;
 help)
   run 0 "$fatpack" --help
   cp out.txt top-help.txt
-  for c in build pack inspect verify extract plan embed export-fatbin; do
+  for c in build pack inspect verify extract plan embed export-fatbin cache warm; do
     expect_in top-help.txt "^ *$c "
     run 0 "$fatpack" "$c" --help
     expect_in out.txt "Usage"

@@ -1,0 +1,215 @@
+// fatpack cache stats|list|verify|prune|clear: operate the runtime's JIT cache (docs/cache.md).
+// Everything goes through the runtime's own cache code (runtime/src/cache/cache_admin.hpp), so the
+// tool reads, validates and evicts exactly as a program does.
+#include "tool.hpp"
+
+#include "cache/cache_admin.hpp"
+
+#include "cache/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+namespace fatpack::tool {
+namespace {
+
+namespace fc = fatpack::detail::cache;
+
+int failed(const fatpack::error& e) {
+  print_error(e.what());
+  return exit_failure;
+}
+
+std::string when(std::int64_t unix_s) {
+  if (unix_s <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_s);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+nlohmann::json stats_json(const fc::disk_stats& s) {
+  return {{"path", s.path},
+          {"writable", s.writable},
+          {"entries", s.entries},
+          {"bytes", s.bytes},
+          {"cubin_bytes", s.cubin_bytes},
+          {"max_bytes", s.max_bytes},
+          {"temp_files", s.temp_files},
+          {"index", {{"ok", s.index_ok}, {"bytes", s.index_bytes}, {"entries", s.index_entries},
+                     {"total_bytes", s.index_total_bytes}}}};
+}
+
+nlohmann::json entry_json(const fc::entry_info& e) {
+  return {{"file", e.file},
+          {"code_key", e.code_key},
+          {"code", e.code_text},
+          {"driver_id", e.driver_id},
+          {"driver", e.driver_text},
+          {"sm", e.sm},
+          {"arch_specific", e.arch_specific},
+          {"cubin_bytes", e.cubin_bytes},
+          {"disk_bytes", e.disk_bytes},
+          {"created_unix_s", e.created_unix_s},
+          {"last_use_unix_s", e.last_use_unix_s}};
+}
+
+void print_json(const nlohmann::json& body) {
+  nlohmann::json doc = {{"schema_version", 1}};
+  doc.update(body);
+  std::cout << doc.dump(2) << "\n";
+}
+
+struct cache_args {
+  std::string path;
+  bool json = false;
+  bool repair = false;
+  std::string max_size;
+};
+
+// Opens the cache the command works on: --path, else the per-user default the runtime uses.
+fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool read_only) {
+  return fc::admin::open(a.path.empty() ? fc::default_cache_dir() : a.path, read_only);
+}
+
+int run_stats(const cache_args& a) {
+  auto c = open_cache(a, true);
+  if (!c) return failed(c.error());
+  const fc::disk_stats s = (*c)->stats();
+  if (a.json) {
+    print_json({{"stats", stats_json(s)}});
+    return exit_ok;
+  }
+  std::printf("cache:        %s%s\n", s.path.c_str(), s.writable ? "" : " (read-only)");
+  std::printf("entries:      %llu, %s on disk for %s of SASS (%.2f bytes per cubin byte)\n",
+              static_cast<unsigned long long>(s.entries), human_size(s.bytes).c_str(), human_size(s.cubin_bytes).c_str(),
+              s.cubin_bytes ? double(s.bytes) / double(s.cubin_bytes) : 0.0);
+  std::printf("size limit:   %s\n", s.max_bytes ? human_size(s.max_bytes).c_str() : "none");
+  std::printf("index:        %s, %s, %llu entries, %s counted\n", s.index_ok ? "ok" : "missing or damaged (rebuilt on use)",
+              human_size(s.index_bytes).c_str(), static_cast<unsigned long long>(s.index_entries),
+              human_size(s.index_total_bytes).c_str());
+  std::printf("temp files:   %llu\n", static_cast<unsigned long long>(s.temp_files));
+  return exit_ok;
+}
+
+int run_list(const cache_args& a) {
+  auto c = open_cache(a, true);
+  if (!c) return failed(c.error());
+  const auto entries = (*c)->list();
+  if (a.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& e : entries) arr.push_back(entry_json(e));
+    print_json({{"path", (*c)->path()}, {"entries", arr}});
+    return exit_ok;
+  }
+  std::printf("%-32s %-8s %10s %10s  %-19s  %-16s %s\n", "code key", "sm", "cubin", "on disk", "last use", "driver",
+              "code");
+  for (const auto& e : entries) {
+    const std::string sm = "sm_" + std::to_string(e.sm) + (e.arch_specific ? "a" : "");
+    std::printf("%-32s %-8s %10llu %10llu  %-19s  %-16s %s\n", e.code_key.c_str(), sm.c_str(),
+                static_cast<unsigned long long>(e.cubin_bytes), static_cast<unsigned long long>(e.disk_bytes),
+                when(e.last_use_unix_s).c_str(), e.driver_text.c_str(), e.code_text.c_str());
+  }
+  std::printf("%zu entries in %s\n", entries.size(), (*c)->path().c_str());
+  return exit_ok;
+}
+
+int run_verify(const cache_args& a) {
+  auto c = open_cache(a, !a.repair);
+  if (!c) return failed(c.error());
+  const auto problems = (*c)->verify(a.repair);
+  const auto checked = (*c)->stats().entries;
+  if (a.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& p : problems) arr.push_back({{"file", p.file}, {"problem", p.problem}, {"removed", p.removed}});
+    print_json({{"path", (*c)->path()}, {"ok", problems.empty()}, {"problems", arr}});
+  } else {
+    for (const auto& p : problems)
+      print_error(p.file + ": " + p.problem + (p.removed ? " (removed)" : ""));
+    if (problems.empty())
+      std::printf("%s: ok (%llu entries)\n", (*c)->path().c_str(), static_cast<unsigned long long>(checked));
+  }
+  // Repaired problems leave a sound cache; unrepaired ones are a failure.
+  for (const auto& p : problems)
+    if (!p.removed) return exit_failure;
+  return exit_ok;
+}
+
+int run_prune(const cache_args& a) {
+  auto c = open_cache(a, false);
+  if (!c) return failed(c.error());
+  std::uint64_t max_bytes = (*c)->stats().max_bytes;
+  if (!a.max_size.empty() && !fc::parse_size(a.max_size, max_bytes))
+    throw usage_error{"--max-size: '" + a.max_size + "' is not a size (bytes, or with K/M/G suffix)"};
+  const fc::prune_result r = (*c)->prune(max_bytes);
+  if (a.json) {
+    print_json({{"path", (*c)->path()}, {"max_bytes", max_bytes}, {"removed", r.removed},
+                {"bytes_freed", r.bytes_freed}, {"bytes_left", r.bytes_left}});
+    return exit_ok;
+  }
+  std::printf("%s: removed %llu entries (%s), %s left (limit %s)\n", (*c)->path().c_str(),
+              static_cast<unsigned long long>(r.removed), human_size(r.bytes_freed).c_str(),
+              human_size(r.bytes_left).c_str(), human_size(max_bytes).c_str());
+  return exit_ok;
+}
+
+int run_clear(const cache_args& a) {
+  auto c = open_cache(a, false);
+  if (!c) return failed(c.error());
+  const auto before = (*c)->stats();
+  if (auto s = (*c)->clear(); !s) return failed(s.error());
+  if (a.json)
+    print_json({{"path", (*c)->path()}, {"removed", before.entries}, {"bytes_freed", before.bytes}});
+  else
+    std::printf("%s: removed %llu entries (%s)\n", (*c)->path().c_str(),
+                static_cast<unsigned long long>(before.entries), human_size(before.bytes).c_str());
+  return exit_ok;
+}
+
+}  // namespace
+
+void add_cache_path_option(CLI::App& cmd, std::string& path) {
+  cmd.add_option("--path", path,
+                 "Cache directory (default: the per-user cache: $FATPACK_CACHE_PATH, $XDG_CACHE_HOME/fatpack or "
+                 "~/.cache/fatpack)");
+}
+
+command_runner add_cache_command(CLI::App& app) {
+  auto args = std::make_shared<cache_args>();
+  auto which = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("cache", "Inspect and maintain the runtime's JIT cache (docs/cache.md)");
+  cmd->require_subcommand(1);
+  struct sub {
+    const char* name;
+    const char* help;
+  };
+  const sub subs[] = {
+      {"stats", "Entries, bytes on disk, size limit, index state"},
+      {"list", "Every entry: code key, SM, sizes, last use, driver (most recently used first)"},
+      {"verify", "Read and check every entry and the index; exit 1 if something is wrong (--repair removes it)"},
+      {"prune", "Evict least recently used entries down to the size limit (or --max-size)"},
+      {"clear", "Remove every entry"},
+  };
+  for (const auto& s : subs) {
+    CLI::App* c = cmd->add_subcommand(s.name, s.help);
+    add_cache_path_option(*c, args->path);
+    c->add_flag("--json", args->json, "One JSON document on stdout (schema_version 1)");
+    if (std::string(s.name) == "verify")
+      c->add_flag("--repair", args->repair, "Remove bad entries and stray temporary files, rebuild a damaged index");
+    if (std::string(s.name) == "prune")
+      c->add_option("--max-size", args->max_size, "Keep at most this much (bytes, or 512M, 2G; default: the limit)");
+    c->callback([which, name = std::string(s.name)] { *which = name; });
+  }
+  return [args, which]() {
+    if (*which == "stats") return run_stats(*args);
+    if (*which == "list") return run_list(*args);
+    if (*which == "verify") return run_verify(*args);
+    if (*which == "prune") return run_prune(*args);
+    return run_clear(*args);
+  };
+}
+
+}  // namespace fatpack::tool

@@ -1,0 +1,118 @@
+// fatpack warm: JIT-compile, ahead of time, every module that a GPU would need PTX for, into a cache
+// directory (for installers and container builds; docs/cache.md, docs/deployment.md). Without
+// --target: for the GPUs present. With --target: for any CC the installed driver knows, GPU present
+// or not (the driver's cross-target JIT), so one machine can prebuild a read-only cache for a fleet.
+#include "tool.hpp"
+
+#include "cache/cache_admin.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace fatpack::tool {
+namespace {
+
+namespace fc = fatpack::detail::cache;
+
+struct warm_args {
+  std::string path;
+  std::string targets;  // "sm_86,sm_100"
+  std::vector<std::string> packages;
+  bool quiet = false;
+};
+
+std::string target_name(std::uint32_t cc) { return "sm_" + std::to_string(cc); }
+
+// One line per item that says what happened; the selector's or the JIT's words for the why.
+void print_item(const fc::warm_item& it) {
+  const std::string what = it.package + "/" + it.module + " for " + target_name(it.target);
+  switch (it.result) {
+    case fc::warm_item::outcome::compiled:
+      std::printf("compiled       %s from %s (%.0f ms)\n", what.c_str(), it.entry.c_str(), it.jit_ms);
+      break;
+    case fc::warm_item::outcome::already_cached:
+      std::printf("already cached %s (%s)\n", what.c_str(), it.entry.c_str());
+      break;
+    case fc::warm_item::outcome::has_sass:
+      std::printf("has SASS       %s: %s\n", what.c_str(), it.message.c_str());
+      break;
+    case fc::warm_item::outcome::no_ptx:
+      std::printf("nothing fits   %s: %s\n", what.c_str(), it.message.c_str());
+      break;
+    case fc::warm_item::outcome::failed:
+      std::printf("FAILED         %s: %s\n", what.c_str(), it.message.c_str());
+      break;
+  }
+  std::fflush(stdout);
+}
+
+// A one-line progress bar on stderr, only when stderr is a terminal (logs stay clean).
+void draw_progress(std::size_t done, std::size_t total, const std::string& label) {
+  constexpr int width = 30;
+  const int filled = total ? int(width * done / total) : width;
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu %-40.40s", std::string(std::size_t(filled), '#').c_str(),
+               std::string(std::size_t(width - filled), ' ').c_str(), done, total, label.c_str());
+  if (done == total) std::fputs("\r\033[K", stderr);
+  std::fflush(stderr);
+}
+
+int run_warm(const warm_args& a) {
+  fc::warm_options o;
+  if (!a.targets.empty()) {
+    std::stringstream ss(a.targets);
+    for (std::string t; std::getline(ss, t, ',');) {
+      if (t.empty()) continue;
+      auto cc = fc::parse_warm_target(t);
+      if (!cc) throw usage_error{"--target: " + cc.error().message};
+      o.targets.push_back(*cc);
+    }
+    if (o.targets.empty()) throw usage_error{"--target: no target in '" + a.targets + "'"};
+  }
+  auto cache = fc::admin::open(a.path.empty() ? fc::default_cache_dir() : a.path, false);
+  if (!cache) {
+    print_error(cache.error().what());
+    return exit_failure;
+  }
+  const bool bar = stderr_is_terminal() && !a.quiet;
+  o.progress = [&](const fc::warm_item& it, std::size_t done, std::size_t total) {
+    if (bar) draw_progress(done, total, it.module + " " + target_name(it.target));
+  };
+  auto items = fc::warm_packages(**cache, a.packages, o);
+  if (!items) {
+    print_error(items.error().what());
+    return exit_failure;
+  }
+  std::size_t counts[5] = {};
+  double jit_ms = 0;
+  for (const auto& it : *items) {
+    if (!a.quiet || it.result == fc::warm_item::outcome::failed) print_item(it);
+    ++counts[static_cast<int>(it.result)];
+    jit_ms += it.jit_ms;
+  }
+  using oc = fc::warm_item::outcome;
+  std::printf("%s: %zu compiled (%.0f ms of JIT), %zu already cached, %zu have SASS, %zu with nothing that fits, "
+              "%zu failed\n",
+              (*cache)->path().c_str(), counts[int(oc::compiled)], jit_ms, counts[int(oc::already_cached)],
+              counts[int(oc::has_sass)], counts[int(oc::no_ptx)], counts[int(oc::failed)]);
+  return counts[int(oc::failed)] ? exit_failure : exit_ok;
+}
+
+}  // namespace
+
+command_runner add_warm_command(CLI::App& app) {
+  auto args = std::make_shared<warm_args>();
+  CLI::App* cmd = app.add_subcommand(
+      "warm",
+      "JIT-compile every module that needs PTX on the GPUs present (or on --target GPUs) into a cache directory, "
+      "ahead of time (installers, container images)");
+  add_cache_path_option(*cmd, args->path);
+  cmd->add_option("--target", args->targets,
+                  "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120 (the driver's cross-target "
+                  "JIT; any CC the installed driver knows)");
+  cmd->add_flag("-q,--quiet", args->quiet, "Print only failures and the summary line");
+  cmd->add_option("packages", args->packages, "Package files (.fpk)")->required();
+  return [args]() { return run_warm(*args); };
+}
+
+}  // namespace fatpack::tool
