@@ -11,6 +11,13 @@
 //             waits for: nothing else is compiled)
 //
 //   fatpack_coldstart_bench PACKAGE.fpk [--jit-threads N]
+//   fatpack_coldstart_bench PACKAGE.fpk --processes N
+//
+// --processes N: N processes start together, first with the driver (cuModuleLoadData(PTX), sharing
+// one fresh driver cache, CUDA_CACHE_PATH), then with fatpack (sharing one fresh fatpack cache; the
+// driver's cache off). Reports the wall time of each group, each process's time, and for fatpack the
+// number of JITs all processes ran together (design.md §5: exactly one per module; the driver's own
+// cache lets every process JIT).
 //
 // The primary context is created before the clock starts in every case (100-300 ms that is neither
 // fatpack's nor the JIT's). Make the input with bench/make_coldstart_inputs.sh.
@@ -94,7 +101,7 @@ int run_driver(const std::string& path) {
       if (getfn(&fn, mod, k.c_str()) != CUDA_SUCCESS) die("cuModuleGetFunction(" + k + ") failed");
     }
   }
-  std::printf("RESULT %.1f %zu\n", now_ms() - t0, mods.size());
+  std::printf("RESULT %.1f %zu -1\n", now_ms() - t0, mods.size());
   return 0;
 }
 
@@ -134,44 +141,101 @@ int run_fatpack(const std::string& path, bool first_only) {
     for (const auto& n : names) load_and_touch(n, keep);
     if (auto s = w.wait(); !s) die(s.error().what());
   }
-  std::printf("RESULT %.1f %zu\n", now_ms() - t0, first_only ? std::size_t(1) : names.size());
+  std::printf("RESULT %.1f %zu %llu\n", now_ms() - t0, first_only ? std::size_t(1) : names.size(),
+              static_cast<unsigned long long>(fatpack::cache_stats().jits));
   return 0;
 }
 
-// Runs this program in `mode` as a child and returns its RESULT milliseconds.
-double child(const char* self, const std::string& mode, const std::string& pkg, const std::string& extra_env,
-             std::size_t& modules) {
+struct child_result {
+  double ms = -1;
+  std::size_t modules = 0;
+  long long jits = -1;  // compiles the child ran (fatpack); -1: not observable (the driver)
+};
+
+std::string make_temp_dir() {
   char dir[] = "/tmp/fatpack-coldstart-XXXXXX";
   if (!mkdtemp(dir)) die("mkdtemp failed");
-  const std::string cmd = "CUDA_CACHE_DISABLE=1 FATPACK_CACHE_PATH=" + std::string(dir) + " " + extra_env + " '" +
-                          self + "' --mode " + mode + " '" + pkg + "'";
+  return dir;
+}
+
+// Starts this program in `mode` as a child; `env` goes before the command.
+FILE* start_child(const char* self, const std::string& mode, const std::string& pkg, const std::string& env) {
+  const std::string cmd = env + " '" + self + "' --mode " + mode + " '" + pkg + "'";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) die("popen failed");
+  return p;
+}
+
+child_result finish_child(FILE* p, const std::string& mode) {
   char line[512];
-  double ms = -1;
+  child_result r;
   while (std::fgets(line, sizeof line, p)) {
-    if (std::strncmp(line, "RESULT ", 7) == 0)
-      ms = std::strtod(line + 7, nullptr), modules = std::strtoul(std::strchr(line + 7, ' ') + 1, nullptr, 10);
-    else
+    if (std::strncmp(line, "RESULT ", 7) == 0) {
+      char* end = nullptr;
+      r.ms = std::strtod(line + 7, &end);
+      r.modules = std::strtoul(end, &end, 10);
+      r.jits = std::strtoll(end, &end, 10);
+    } else {
       std::fputs(line, stdout);
+    }
   }
-  if (pclose(p) != 0 || ms < 0) die("case '" + mode + "' failed");
-  std::system(("rm -rf '" + std::string(dir) + "'").c_str());
-  return ms;
+  if (pclose(p) != 0 || r.ms < 0) die("case '" + mode + "' failed");
+  return r;
+}
+
+// One child in `mode` with a fresh fatpack cache and the driver's cache off.
+child_result child(const char* self, const std::string& mode, const std::string& pkg, const std::string& extra_env) {
+  const std::string dir = make_temp_dir();
+  child_result r = finish_child(
+      start_child(self, mode, pkg, "CUDA_CACHE_DISABLE=1 FATPACK_CACHE_PATH=" + dir + " " + extra_env), mode);
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return r;
+}
+
+// `n` children in `mode` started together with `env`; returns the wall time, fills `each`.
+double together(const char* self, const std::string& mode, const std::string& pkg, const std::string& env, int n,
+                std::vector<child_result>& each) {
+  const double t0 = now_ms();
+  std::vector<FILE*> ps;
+  for (int i = 0; i < n; ++i) ps.push_back(start_child(self, mode, pkg, env));
+  for (FILE* p : ps) each.push_back(finish_child(p, mode));
+  return now_ms() - t0;
+}
+
+int run_processes(const char* self, const std::string& pkg, int n) {
+  const std::string driver_cache = make_temp_dir(), fatpack_cache = make_temp_dir();
+  std::vector<child_result> d, f;
+  const double dw = together(self, "driver", pkg, "CUDA_CACHE_PATH=" + driver_cache, n, d);
+  const double fw = together(self, "fatpack", pkg, "CUDA_CACHE_DISABLE=1 FATPACK_CACHE_PATH=" + fatpack_cache, n, f);
+  std::system(("rm -rf '" + driver_cache + "' '" + fatpack_cache + "'").c_str());
+  auto list = [](const std::vector<child_result>& v) {
+    std::string s;
+    for (const auto& r : v) s += (s.empty() ? "" : ", ") + std::to_string(static_cast<long>(r.ms));
+    return s;
+  };
+  long long jits = 0;
+  for (const auto& r : f) jits += r.jits;
+  std::printf("%d processes started together, %zu module(s) each\n", n, f.empty() ? 0 : f.front().modules);
+  std::printf("driver (shared fresh CUDA_CACHE_PATH):   wall %8.1f ms; per process ms: %s\n", dw, list(d).c_str());
+  std::printf("fatpack (shared fresh fatpack cache):    wall %8.1f ms; per process ms: %s\n", fw, list(f).c_str());
+  std::printf("fatpack JITs in all %d processes: %lld (modules: %zu)\n", n, jits, f.empty() ? 0 : f.front().modules);
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode, pkg, threads;
+  int processes = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (a == "--jit-threads" && i + 1 < argc) threads = argv[++i];
+    else if (a == "--processes" && i + 1 < argc) processes = std::atoi(argv[++i]);
     else pkg = a;
   }
   if (pkg.empty()) {
-    std::fprintf(stderr, "usage: fatpack_coldstart_bench PACKAGE.fpk [--jit-threads N]\n");
+    std::fprintf(stderr, "usage: fatpack_coldstart_bench PACKAGE.fpk [--jit-threads N | --processes N]\n");
     return 2;
   }
   if (mode == "driver") return run_driver(pkg);
@@ -182,12 +246,14 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: no CUDA driver/GPU (%s)\n", s.error().message.c_str());
     return 77;
   }
+  if (processes > 0) return run_processes(argv[0], pkg, processes);
   const auto dev = fatpack::device(0).value();
   const std::string env = threads.empty() ? "" : "FATPACK_JIT_THREADS=" + threads;
-  std::size_t n_driver = 0, n_fatpack = 0, n_first = 0;
-  const double d = child(argv[0], "driver", pkg, env, n_driver);
-  const double f = child(argv[0], "fatpack", pkg, env, n_fatpack);
-  const double one = child(argv[0], "first", pkg, env, n_first);
+  const child_result dr = child(argv[0], "driver", pkg, env);
+  const child_result fr = child(argv[0], "fatpack", pkg, env);
+  const child_result first = child(argv[0], "first", pkg, env);
+  const double d = dr.ms, f = fr.ms, one = first.ms;
+  const std::size_t n_driver = dr.modules, n_fatpack = fr.modules;
   std::printf("device: %s (CC %d.%d), %ld host threads, JIT threads %s\n", dev.name.c_str(), dev.cc_major, dev.cc_minor,
               sysconf(_SC_NPROCESSORS_ONLN), threads.empty() ? "default (hardware threads)" : threads.c_str());
   std::printf("driver, cuModuleLoadData(PTX) module after module (%zu modules): %10.1f ms\n", n_driver, d);
