@@ -249,3 +249,50 @@ extern "C" fatpack_status fatpack_warm_wait(void) {
     return from(first);
   });
 }
+
+// ---- JIT cache ----------------------------------------------------------------------------------
+
+extern "C" fatpack_status fatpack_get_cache_stats(fatpack_cache_stats* out) {
+  if (!out) return fail(fatpack::errc::invalid_argument, "fatpack_get_cache_stats: out is NULL");
+  return guarded([&] {
+    const fatpack::cache_statistics s = fatpack::cache_stats();
+    *out = fatpack_cache_stats{s.hits_exact, s.hits_other_driver, s.misses,   s.jits,          s.jit_ms,
+                               s.refreshes,  s.bytes_read,        s.bytes_written, s.stores,   s.evictions,
+                               s.rejected,   s.waited,            s.lock_timeouts, s.io_errors};
+    return ok();
+  });
+}
+
+namespace {
+thread_local std::string t_cache_text;
+}  // namespace
+
+extern "C" const char* fatpack_cache_path(void) {
+  try {
+    t_cache_text = fatpack::cache_status().path;
+  } catch (...) {
+    t_cache_text.clear();
+  }
+  return t_cache_text.c_str();
+}
+
+extern "C" const char* fatpack_cache_mode(void) {
+  try {
+    t_cache_text = fatpack::cache_status().mode;
+  } catch (...) {
+    t_cache_text = "memory-only";
+  }
+  return t_cache_text.c_str();
+}
+
+extern "C" fatpack_status fatpack_add_prebuilt_cache(const char* directory) {
+  if (!directory) return fail(fatpack::errc::invalid_argument, "fatpack_add_prebuilt_cache: directory is NULL");
+  return guarded([&] { return from(fatpack::add_prebuilt_cache(directory)); });
+}
+
+extern "C" fatpack_status fatpack_cache_wait_refresh(void) {
+  return guarded([&] {
+    fatpack::wait_cache_refresh();
+    return ok();
+  });
+}

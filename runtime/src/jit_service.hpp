@@ -12,9 +12,13 @@
 //  - Successful results stay in memory for the life of the process (a module unloaded and loaded
 //    again is not compiled again); failures are returned to everyone waiting and then forgotten, so a
 //    later load tries again.
-//  - Order per compile: sass_cache::lookup -> decompress the PTX (only that entry, NUL-terminated)
-//    -> nvJitLink when chosen (jit_nvjitlink.hpp), else (or for an arch it does not know) retain the
-//    device's primary context, make it current and cuLink -> sass_cache::store.
+//  - Order per compile: sass_cache::lookup -> sass_cache::begin_compile (cross-process single
+//    flight: bounded wait for another process compiling the same key) -> lookup again -> decompress
+//    the PTX (only that entry, NUL-terminated) -> nvJitLink when chosen (jit_nvjitlink.hpp), else (or
+//    for an arch it does not know) retain the device's primary context, make it current and cuLink
+//    -> sass_cache::store -> release the compile lock.
+//  - A hit from another driver (same code key) is used at once and re-JIT-ed for this driver on the
+//    pool (refresh), so the next process gets an exact hit.
 #pragma once
 
 #include "device.hpp"
@@ -50,6 +54,7 @@ struct jit_result {
 };
 
 class jit_task;
+struct nvjitlink_lib;
 class thread_pool;
 
 class jit_service {
@@ -63,6 +68,9 @@ class jit_service {
   // Waits for a task from enqueue(); a task still queued is taken over by the caller.
   result<jit_result> wait(const std::shared_ptr<jit_task>& task);
 
+  // Waits for the background re-JITs that other-driver cache hits queued (fatpack::wait_cache_refresh).
+  void wait_refreshes();
+
   void set_threads(unsigned n);
   // Number of compiles actually run (not reused) in this process; for tests and statistics.
   std::size_t compiles() const;
@@ -71,6 +79,8 @@ class jit_service {
   jit_service() = default;
   std::shared_ptr<jit_task> get_or_create(const jit_request& req, bool& created);
   void run(const std::shared_ptr<jit_task>& task);
+  // Queues a re-JIT of `key` for this driver after an other-driver hit; stores the result.
+  void refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj);
   thread_pool& pool();
 
   mutable std::mutex mu_;
@@ -78,11 +88,15 @@ class jit_service {
   std::unique_ptr<thread_pool> pool_;
   unsigned threads_ = 0;
   std::size_t compiles_ = 0;
+  std::size_t refresh_pending_ = 0;
+  std::condition_variable refresh_cv_;
 };
 
 // The in-process single-flight key. Its backend is the one requested ("culink" / "nvjitlink"); the
 // key given to the cache names the path that actually produced the bytes (with nvJitLink's version).
 jit_key make_jit_key(const jit_request& req);
+// The same for a PTX entry compiled for `target_arch` by a driver of `driver_version` (warm --target).
+jit_key make_jit_key(const core::entry_info& e, std::uint32_t target_arch, int driver_version);
 // FATPACK_JIT_BACKEND / set_jit_backend.
 jit_backend jit_backend_in_use();
 // True once the task has finished (successfully or not).

@@ -1,14 +1,15 @@
-// The seam where the JIT cache (issue 4) plugs in: before compiling PTX the JIT service asks the cache
-// for SASS bytes; after compiling it hands the bytes to the cache. The default is a cache that never
-// hits and stores nothing (null_sass_cache); within one process the JIT service keeps every result in
-// memory anyway, so a module is compiled at most once per process whatever the cache does.
+// The seam where the JIT cache plugs in: before compiling PTX the JIT service asks the cache for SASS
+// bytes; on a miss it takes the cache's cross-process compile lock, asks again, compiles, and hands
+// the bytes to the cache. The default is the disk cache (docs/cache.md); within one process the JIT
+// service keeps every result in memory anyway, so a module is compiled at most once per process
+// whatever the cache does.
 //
 // The key carries everything that decides the output (design.md §3, two tiers): the code key (PTX
 // bytes' XXH3 and size, PTX target and ISA, target CC with a/f variant, JIT options, JIT path) and the
 // driver identity (cuDriverGetVersion; the driver build string is the cache's to add).
 //
-// Contract for implementations: lookup() and store() may be called from several threads at once;
-// neither may throw; a lookup must never return bytes for another key (validate, then miss).
+// Contract for implementations: every call may come from several threads at once; none may throw;
+// a lookup must never return bytes for another key (validate, then miss).
 #pragma once
 
 #include "fatpack/core/error.hpp"
@@ -37,24 +38,52 @@ struct jit_key {
   std::string str() const;
 };
 
+// A cache hit. `exact`: built by this very driver. Otherwise an entry with the same code key that
+// another driver built (an older driver on this machine, or a cache prebuilt elsewhere with
+// `fatpack warm --target`): valid SASS for this GPU, used at once; the JIT service then re-JITs it
+// for this driver in the background (when refresh_other_driver() says so).
+struct cache_hit {
+  std::vector<std::uint8_t> sass;
+  bool exact = true;
+  std::string where;  // the layer: "user", "prebuilt /opt/app/jit-cache"
+};
+
+// Held while this process compiles a key (cross-process single flight); released on destruction.
+class compile_guard {
+ public:
+  virtual ~compile_guard() = default;
+};
+
 class sass_cache {
  public:
   virtual ~sass_cache() = default;
-  // SASS for `key`, or nullopt on a miss.
-  virtual std::optional<std::vector<std::uint8_t>> lookup(const jit_key& key) noexcept = 0;
+  // SASS for `key`, or nullopt on a miss. allow_other_driver=false: exact hits only.
+  virtual std::optional<cache_hit> find(const jit_key& key, bool allow_other_driver) noexcept = 0;
+  std::optional<cache_hit> lookup(const jit_key& key) noexcept { return find(key, true); }
   // Offers freshly compiled SASS for `key` (the cache may ignore it).
   virtual void store(const jit_key& key, core::byte_span sass) noexcept = 0;
+  // Cross-process single flight, called after a miss and before compiling: waits (bounded) for the
+  // per-key lock, or until another process has published the key. Returns the lock to hold until
+  // store() has run, or null (no lock: disabled, timed out, entry ready, error). The caller looks
+  // the key up again after this returns, whatever it returned.
+  virtual std::unique_ptr<compile_guard> begin_compile(const jit_key&) noexcept { return nullptr; }
+  // Whether an other-driver hit should be re-JIT-ed for this driver in the background.
+  virtual bool refresh_other_driver() const noexcept { return false; }
+  // Called once per compile the JIT service runs (statistics).
+  virtual void note_jit(double /*ms*/) noexcept {}
   virtual const char* name() const noexcept = 0;
 };
 
 class null_sass_cache final : public sass_cache {
  public:
-  std::optional<std::vector<std::uint8_t>> lookup(const jit_key&) noexcept override { return std::nullopt; }
+  std::optional<cache_hit> find(const jit_key&, bool) noexcept override { return std::nullopt; }
   void store(const jit_key&, core::byte_span) noexcept override {}
   const char* name() const noexcept override { return "none"; }
 };
 
-// The cache the JIT service uses (default: null_sass_cache). Set it before the first load.
+// The cache the JIT service uses. Default: the disk cache configured from the environment
+// (cache/disk_cache.hpp), created at first use; null_sass_cache when FATPACK_CACHE_DISABLE=1.
+// set_sass_cache(nullptr) installs null_sass_cache. Set it before the first load.
 void set_sass_cache(std::shared_ptr<sass_cache> cache);
 std::shared_ptr<sass_cache> get_sass_cache();
 

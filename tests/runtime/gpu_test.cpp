@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
   if (argc > 1) g_artifacts = argv[1];
   // Cold JIT times: the driver's own cache must not answer (shared/anchors.md).
   setenv("CUDA_CACHE_DISABLE", "1", 1);
+  setenv("FATPACK_CACHE_DISABLE", "1", 1);  // nor fatpack's (tests/cache measures the cache)
   if (auto s = fatpack::init(); !s) {
     std::printf("SKIPPED: no CUDA driver/GPU (%s)\n", s.error().message.c_str());
     return k_skip;

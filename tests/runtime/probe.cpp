@@ -5,6 +5,7 @@
 //   fatpack_runtime_probe [--package FILE]... [--image FILE MODULE]... [--embed FILE]
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
 //                         [--warm] [devices] [load MODULE]...
+//                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -12,6 +13,10 @@
 //   load vadd device=0 ok entry=4 target=sm_90 jit=0 reused=0
 //   load vadd error=no_driver cuda=0 message=...
 //   trace| <load_report::trace() lines>
+//   load-all modules=200 ok=200 failed=0 wrong=0 jit=3 cache=197     (every module of every package,
+//            starting at module N of --rotate N; `wrong`: a kernel of the module does not resolve in
+//            the loaded SASS, i.e. bytes of another key were served)
+//   cache mode=read-write hits_exact=3 hits_other=0 misses=1 jits=1 refreshes=0 stores=1 rejected=0 ...
 // Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
 //
 // Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
@@ -78,6 +83,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   fatpack::load_options opts;
   bool ok = true, warm = false;
+  std::size_t rotate = 0;
   std::vector<fatpack::module> keep;  // modules stay loaded until exit
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -121,6 +127,57 @@ int main(int argc, char** argv) {
       opts.device = std::atoi(next().c_str());
     } else if (a == "--threads") {
       fatpack::set_jit_threads(static_cast<unsigned>(std::atoi(next().c_str())));
+    } else if (a == "--prebuilt") {
+      auto s = fatpack::add_prebuilt_cache(next());
+      if (!s) {
+        std::printf("prebuilt error=%s message=%s\n", fatpack::errc_name(s.error().code), one_line(s.error().message).c_str());
+        ok = false;
+      }
+    } else if (a == "--rotate") {
+      rotate = static_cast<std::size_t>(std::atol(next().c_str()));
+    } else if (a == "load-all") {
+      std::vector<std::string> mods;
+      if (auto ps = fatpack::packages())
+        for (const auto& p : *ps) mods.insert(mods.end(), p.modules.begin(), p.modules.end());
+      std::size_t good = 0, failed = 0, wrong = 0, jit = 0, cached = 0;
+      for (std::size_t k = 0; k < mods.size(); ++k) {
+        const std::string& module = mods[(k + rotate) % mods.size()];
+        auto m = fatpack::load_module(module, opts);
+        if (!m) {
+          ++failed;
+          std::printf("load %s error=%s message=%s\n", module.c_str(), fatpack::errc_name(m.error().code),
+                      one_line(m.error().what()).c_str());
+          continue;
+        }
+        bool right = true;
+        for (const auto& kname : m->kernels())
+          if (!m->function(kname)) right = false;
+        if (!right) {
+          ++wrong;
+          std::printf("load %s wrong SASS: %s\n", module.c_str(), one_line(m->report().trace()).c_str());
+          continue;
+        }
+        ++good;
+        const auto& r = m->report();
+        if (r.jit && r.jit_path.find("(cache") != std::string::npos) ++cached;
+        else if (r.jit && !r.jit_reused) ++jit;
+      }
+      std::printf("load-all modules=%zu ok=%zu failed=%zu wrong=%zu jit=%zu cache=%zu\n", mods.size(), good, failed,
+                  wrong, jit, cached);
+      if (failed || wrong) ok = false;
+    } else if (a == "cache-wait") {
+      fatpack::wait_cache_refresh();
+    } else if (a == "cache-stats") {
+      auto st = fatpack::cache_stats();
+      auto info = fatpack::cache_status();
+      std::printf("cache mode=%s path=%s hits_exact=%llu hits_other=%llu misses=%llu jits=%llu refreshes=%llu "
+                  "stores=%llu rejected=%llu evictions=%llu waited=%llu bytes_read=%llu bytes_written=%llu "
+                  "io_errors=%llu prebuilt=%zu\n",
+                  info.mode.c_str(), info.path.c_str(), (unsigned long long)st.hits_exact,
+                  (unsigned long long)st.hits_other_driver, (unsigned long long)st.misses, (unsigned long long)st.jits,
+                  (unsigned long long)st.refreshes, (unsigned long long)st.stores, (unsigned long long)st.rejected,
+                  (unsigned long long)st.evictions, (unsigned long long)st.waited, (unsigned long long)st.bytes_read,
+                  (unsigned long long)st.bytes_written, (unsigned long long)st.io_errors, info.prebuilt.size());
     } else if (a == "--warm") {
       warm = true;
     } else if (a == "devices") {

@@ -31,6 +31,8 @@ const bool g_env = [] {
   setenv("FATPACK_LIBCUDA", FAKECUDA_PATH, 1);
   setenv("FAKECUDA_DEVICES", "90,86", 1);
   setenv("FAKECUDA_JIT_LOG", (temp_dir() + "/jit.log").c_str(), 1);
+  // These tests count JITs; the disk cache (on by default) has its own suite in tests/cache.
+  setenv("FATPACK_CACHE_DISABLE", "1", 1);
   for (const char* v : {"FATPACK_FORCE_PTX_JIT", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT", "FATPACK_LOG",
                         "FAKECUDA_FAIL_JIT", "FAKECUDA_FAIL_LOAD", "FAKECUDA_MAX_PTX_ISA", "FAKECUDA_JIT_DELAY_MS"})
     unsetenv(v);

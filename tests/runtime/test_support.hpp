@@ -120,7 +120,8 @@ struct child_result {
   bool err_has(const std::string& s) const { return err.find(s) != std::string::npos; }
 };
 
-// Runs `argv` with the current environment minus FAKECUDA_*/FATPACK_*/CUDA_*_PTX_JIT, plus `env`.
+// Runs `argv` with the current environment minus FAKECUDA_*/FATPACK_*/CUDA_*_PTX_JIT, plus `env`
+// (plus FATPACK_CACHE_DISABLE=1 when `env` sets no FATPACK_CACHE_* variable).
 inline child_result run_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   static int counter = 0;
   std::string base = temp_dir() + "/child" + std::to_string(++counter);
@@ -133,6 +134,11 @@ inline child_result run_child(const std::vector<std::string>& argv, const std::m
     envs.push_back(kv);
   }
   for (const auto& kv : env) envs.push_back(kv.first + "=" + kv.second);
+  // The disk cache is on by default and would make JIT counts depend on earlier runs: off unless
+  // the test configures it (tests/cache does).
+  bool cache_configured = false;
+  for (const auto& kv : env) cache_configured |= kv.first.rfind("FATPACK_CACHE_", 0) == 0;
+  if (!cache_configured) envs.push_back("FATPACK_CACHE_DISABLE=1");
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);

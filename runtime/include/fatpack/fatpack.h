@@ -107,6 +107,33 @@ int fatpack_module_jit(const fatpack_module* module);
 fatpack_status fatpack_warm_all(int device);
 fatpack_status fatpack_warm_wait(void);
 
+/* The JIT cache (docs/cache.md): this process's counters. */
+typedef struct fatpack_cache_stats {
+  uint64_t hits_exact;
+  uint64_t hits_other_driver;
+  uint64_t misses;
+  uint64_t jits;
+  double jit_ms;
+  uint64_t refreshes;
+  uint64_t bytes_read;
+  uint64_t bytes_written;
+  uint64_t stores;
+  uint64_t evictions;
+  uint64_t rejected;
+  uint64_t waited;
+  uint64_t lock_timeouts;
+  uint64_t io_errors;
+} fatpack_cache_stats;
+fatpack_status fatpack_get_cache_stats(fatpack_cache_stats* out);
+/* The per-user cache directory ("" when none) and its mode ("read-write", "read-only",
+ * "memory-only", "disabled"); valid until the next call from this thread. */
+const char* fatpack_cache_path(void);
+const char* fatpack_cache_mode(void);
+/* A read-only cache layer searched before the per-user cache. */
+fatpack_status fatpack_add_prebuilt_cache(const char* directory);
+/* Waits for background re-JITs after other-driver hits. */
+fatpack_status fatpack_cache_wait_refresh(void);
+
 #ifdef __cplusplus
 }
 #endif

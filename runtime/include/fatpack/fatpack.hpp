@@ -228,6 +228,49 @@ class warm_handle {
 };
 warm_handle warm(const warm_options& options = {});
 
+// ---- JIT cache (docs/cache.md) -------------------------------------------------------------------
+
+// The disk cache is on by default: SASS compiled from PTX is kept in the per-user cache
+// ($FATPACK_CACHE_PATH, else $XDG_CACHE_HOME/fatpack, else ~/.cache/fatpack), so the next process
+// (and every other process of the machine) loads it instead of compiling again. Configured by the
+// environment when the first JIT happens: FATPACK_CACHE_DISABLE, FATPACK_CACHE_READONLY,
+// FATPACK_CACHE_MAXSIZE, FATPACK_CACHE_PREBUILT_PATH.
+
+// This process's cache counters.
+struct cache_statistics {
+  std::uint64_t hits_exact = 0;         // SASS from the cache, built by this driver
+  std::uint64_t hits_other_driver = 0;  // built by another driver for the same code: used at once
+  std::uint64_t misses = 0;             // compiles the cache could not spare
+  std::uint64_t jits = 0;               // compiles this process ran (refreshes included)
+  double jit_ms = 0;                    // their total time
+  std::uint64_t refreshes = 0;          // background re-JITs for this driver after other-driver hits
+  std::uint64_t bytes_read = 0;         // entry bytes read from disk
+  std::uint64_t bytes_written = 0;      // entry bytes written
+  std::uint64_t stores = 0;             // entries written
+  std::uint64_t evictions = 0;          // entries this process evicted (LRU, size bound)
+  std::uint64_t rejected = 0;           // invalid entries found (never served)
+  std::uint64_t waited = 0;             // waits for another process compiling the same key
+  std::uint64_t lock_timeouts = 0;      // waits that gave up (then compiled here too)
+  std::uint64_t io_errors = 0;
+};
+cache_statistics cache_stats();
+
+struct cache_info {
+  std::string path;                   // the per-user cache directory ("" when there is none)
+  std::string mode;                   // "read-write", "read-only", "memory-only", "disabled"
+  std::vector<std::string> prebuilt;  // read-only layers, in search order
+};
+cache_info cache_status();
+
+// Adds a read-only cache directory (e.g. prebuilt at install with `fatpack warm --path DIR`),
+// searched before the per-user cache. An error names the directory and why it is refused (missing,
+// owned by another user, writable by group/others).
+status add_prebuilt_cache(std::string_view directory);
+
+// Waits for the background re-JITs queued by other-driver hits (they make the next start an exact
+// hit); a process may exit without waiting (a re-JIT cut short stores nothing).
+void wait_cache_refresh();
+
 // ---- settings ------------------------------------------------------------------------------------
 
 void set_policy(policy p);       // process default (the environment still wins, see `policy`)

@@ -1,0 +1,77 @@
+// Cache settings (config.hpp).
+#include "cache/config.hpp"
+
+#include "cache/cache_admin.hpp"
+#include "cache/fs.hpp"
+#include "os.hpp"
+
+#include <cctype>
+#include <cstdlib>
+
+namespace fatpack::detail::cache {
+
+bool env_flag(const char* value) {
+  if (!value) return false;
+  std::string v;
+  for (const char* p = value; *p; ++p) v += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+bool parse_size(const std::string& text, std::uint64_t& out) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  std::string suffix(end);
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
+  if (!suffix.empty() && (suffix.back() == 'i')) suffix.pop_back();
+  std::uint64_t mult = 1;
+  if (suffix.empty()) mult = 1;
+  else if (suffix == "K" || suffix == "k") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g") mult = 1ull << 30;
+  else if (suffix == "T" || suffix == "t") mult = 1ull << 40;
+  else return false;
+  out = static_cast<std::uint64_t>(v) * mult;
+  return true;
+}
+
+std::string default_cache_dir() {
+  const char* p = os::getenv("FATPACK_CACHE_PATH");
+  if (p && *p) return p;
+  const char* xdg = os::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg && xdg[0] == '/') return std::string(xdg) + "/fatpack";
+  const char* home = os::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.cache/fatpack";
+  // No $HOME (daemons): the password database.
+  std::string pw = current_fs().passwd_home();
+  return pw.empty() ? std::string() : pw + "/.cache/fatpack";
+}
+
+config config_from_env() {
+  config c;
+  c.disabled = env_flag(os::getenv("FATPACK_CACHE_DISABLE"));
+  c.read_only = env_flag(os::getenv("FATPACK_CACHE_READONLY"));
+  c.path = default_cache_dir();
+  if (const char* m = os::getenv("FATPACK_CACHE_MAXSIZE"); m && *m) {
+    if (!parse_size(m, c.max_bytes)) {
+      c.warnings.push_back(std::string("FATPACK_CACHE_MAXSIZE=") + m + " is not a size (e.g. 512M, 2G); using 1G");
+      c.max_bytes = default_max_bytes;
+    }
+  }
+  if (const char* pre = os::getenv("FATPACK_CACHE_PREBUILT_PATH"); pre && *pre) {
+    std::string list = pre;
+    std::size_t pos = 0;
+    while (pos <= list.size()) {
+      std::size_t colon = list.find(':', pos);
+      std::string item = list.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+      if (!item.empty()) c.prebuilt.push_back(item);
+      if (colon == std::string::npos) break;
+      pos = colon + 1;
+    }
+  }
+  if (const char* o = os::getenv("FATPACK_CACHE_OTHER_DRIVER"); o && *o) c.use_other_driver = env_flag(o);
+  if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) c.lock_wait_ms = std::atoi(w);
+  return c;
+}
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,32 @@
+// Where the cache may live and how it may be used (design.md §3.7-3.8): the directory policy.
+//  - The per-user directory is created with mode 0700. A directory owned by another user, or
+//    writable by group or others, is refused (anyone who can write it could run code on our GPU:
+//    a cubin is executable). A symlinked root is refused too (lstat).
+//  - Under setuid/setgid there is no disk cache at all.
+//  - A network file system (NFS, SMB, Lustre, GPFS, FUSE) is used read-only: fcntl/OFD locks and
+//    shared mappings are not reliable there.
+//  - Not writable (EROFS, EACCES) -> read-only; cannot be created -> memory only.
+// Every refusal or downgrade comes with one warning sentence naming the directory and the reason.
+#pragma once
+
+#include <string>
+
+namespace fatpack::detail::cache {
+
+enum class dir_access { read_write, read_only, refused };
+
+struct dir_verdict {
+  dir_access access = dir_access::refused;
+  std::string warning;  // empty when there is nothing to say
+};
+
+// For the per-user cache at `root`: creates it (0700) unless read_only_wanted; checks ownership and
+// mode; decides the access.
+dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted);
+// For a prebuilt (read-only) layer: it must exist and be a directory owned by us or by root, not
+// writable by group or others.
+dir_verdict check_prebuilt_dir(const std::string& root);
+// The format directory inside a cache root: "<root>/v1".
+std::string format_dir(const std::string& root);
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,198 @@
+// Entry encoding and validation (entry.hpp).
+#include "cache/entry.hpp"
+
+#include "os.hpp"
+
+#include "fatpack/core/codec.hpp"
+#include "fatpack/core/input.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace fatpack::detail::cache {
+
+namespace {
+
+constexpr char magic[8] = {'F', 'P', 'K', 'C', 'U', 'B', 'I', 'N'};
+constexpr std::uint32_t codec_lz4 = 1;
+constexpr std::uint32_t known_flags = 0xF;  // codec bits; any other bit is a feature we do not know
+constexpr std::size_t hash_offset = 120;    // header XXH3 covers [0, 120)
+// LZ4 HC level 9: ~5x on cubins at ~20+ MB/s (reference/cache-reliability.md §6), a small fraction
+// of the JIT it saves; decompression is as fast as for the default level.
+constexpr int lz4_level = 9;
+// The payload is the package format's blocked LZ4 (docs/format.md §5, core's codec): 256 KiB blocks
+// decode on several threads, which is most of a large hit's time (~4 GB/s per thread).
+constexpr std::uint32_t block_size = 256u << 10;
+
+std::uint64_t max_payload(std::uint64_t cubin_size, std::uint32_t bs) {
+  // Every block stored raw, plus the block table.
+  return cubin_size + 4 * ((cubin_size + bs - 1) / bs);
+}
+
+template <class T>
+void put(std::uint8_t* p, std::size_t off, T v) {
+  std::memcpy(p + off, &v, sizeof v);  // little-endian hosts only (x86-64, aarch64)
+}
+template <class T>
+T get(const std::uint8_t* p, std::size_t off) {
+  T v;
+  std::memcpy(&v, p + off, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> cubin_sm_word(core::byte_span cubin) {
+  auto info = core::parse_cubin(cubin, "JIT output");
+  if (!info) return std::nullopt;
+  std::uint32_t w = info->target.arch;
+  if (info->target.variant == core::arch_variant::arch_specific) w |= 0x10000;
+  if (info->target.variant == core::arch_variant::family) w |= 0x20000;
+  return w;
+}
+
+std::uint32_t sm_arch(std::uint32_t word) { return word & 0xFFFF; }
+
+std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core::byte_span cubin,
+                                                      std::int64_t created_unix_ns, std::string& why) {
+  if (cubin.size == 0 || cubin.size > max_cubin_bytes) {
+    why = "cubin of " + std::to_string(cubin.size) + " bytes is not cacheable (limit " +
+          std::to_string(max_cubin_bytes) + ")";
+    return std::nullopt;
+  }
+  auto sm = cubin_sm_word(cubin);
+  if (!sm) {
+    why = "the JIT output is not a cubin the cache can check (no ELF e_flags SM)";
+    return std::nullopt;
+  }
+  auto payload = core::compress(core::codec::lz4, lz4_level, block_size, cubin);
+  if (!payload) {
+    why = payload.err().message;
+    return std::nullopt;
+  }
+  const std::size_t texts = key.code.text.size() + key.driver.text.size();
+  std::vector<std::uint8_t> out(entry_header_size + texts + payload->size());
+  const std::size_t n = payload->size();
+  std::memcpy(out.data() + entry_header_size + texts, payload->data(), n);
+  const std::uint8_t* stored = out.data() + entry_header_size + texts;
+  std::uint8_t* h = out.data();
+  std::memcpy(h, magic, 8);
+  put<std::uint16_t>(h, 8, format_major);
+  put<std::uint16_t>(h, 10, format_minor);
+  put<std::uint32_t>(h, 12, static_cast<std::uint32_t>(entry_header_size));
+  put<std::uint32_t>(h, 16, codec_lz4);
+  put<std::uint32_t>(h, 20, static_cast<std::uint32_t>(key.code.text.size()));
+  put<std::uint32_t>(h, 24, static_cast<std::uint32_t>(key.driver.text.size()));
+  put<std::uint32_t>(h, 28, *sm);
+  std::memcpy(h + 32, key.code.hash.data(), 16);
+  put<std::uint64_t>(h, 48, key.driver.hash);
+  put<std::uint64_t>(h, 56, cubin.size);
+  put<std::uint64_t>(h, 64, static_cast<std::uint64_t>(n));
+  put<std::uint64_t>(h, 72, XXH3_64bits(stored, n));
+  put<std::uint64_t>(h, 80, XXH3_64bits(cubin.data, cubin.size));
+  put<std::int64_t>(h, 88, created_unix_ns);
+  put<std::uint32_t>(h, 96, block_size);
+  put<std::uint64_t>(h, hash_offset, XXH3_64bits(h, hash_offset));
+  std::memcpy(h + entry_header_size, key.code.text.data(), key.code.text.size());
+  std::memcpy(h + entry_header_size + key.code.text.size(), key.driver.text.data(), key.driver.text.size());
+  return out;
+}
+
+std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_size, entry_header& h) {
+  if (b.size < entry_header_size || file_size < entry_header_size)
+    return "shorter (" + std::to_string(file_size) + " bytes) than an entry header";
+  const std::uint8_t* p = b.data;
+  if (std::memcmp(p, magic, 8) != 0) return std::string("not a fatpack cache entry (bad magic)");
+  h.major = get<std::uint16_t>(p, 8);
+  h.minor = get<std::uint16_t>(p, 10);
+  h.header_size = get<std::uint32_t>(p, 12);
+  if (h.major != format_major)
+    return "entry format " + std::to_string(h.major) + "." + std::to_string(h.minor) + ", this runtime reads " +
+           std::to_string(format_major) + ".x";
+  // A later minor may extend the header; this reader checks the fields it knows.
+  if (h.header_size < entry_header_size || h.header_size > b.size)
+    return "header size " + std::to_string(h.header_size) + " out of range";
+  if (get<std::uint64_t>(p, hash_offset) != XXH3_64bits(p, hash_offset)) return std::string("header checksum mismatch");
+  h.flags = get<std::uint32_t>(p, 16);
+  if ((h.flags & ~known_flags) != 0 || (h.flags & 0xF) != codec_lz4)
+    return "unknown flags 0x" + hex_bytes(p + 16, 4) + " (a newer format?)";
+  h.code_text_size = get<std::uint32_t>(p, 20);
+  h.driver_text_size = get<std::uint32_t>(p, 24);
+  h.sm = get<std::uint32_t>(p, 28);
+  std::memcpy(h.code_hash.data(), p + 32, 16);
+  h.driver_hash = get<std::uint64_t>(p, 48);
+  h.cubin_size = get<std::uint64_t>(p, 56);
+  h.payload_size = get<std::uint64_t>(p, 64);
+  h.payload_xxh3 = get<std::uint64_t>(p, 72);
+  h.cubin_xxh3 = get<std::uint64_t>(p, 80);
+  h.created_unix_ns = get<std::int64_t>(p, 88);
+  h.block_size = get<std::uint32_t>(p, 96);
+  if (h.block_size == 0 || h.block_size > (1u << 30)) return "block size " + std::to_string(h.block_size) + " out of range";
+  if (h.cubin_size == 0 || h.cubin_size > max_cubin_bytes) return "cubin size " + std::to_string(h.cubin_size) + " out of range";
+  if (h.payload_size > max_payload(h.cubin_size, h.block_size))
+    return "payload size " + std::to_string(h.payload_size) + " larger than LZ4 blocks can produce";
+  if (h.code_text_size > 64 * 1024 || h.driver_text_size > 4096) return std::string("key text sizes out of range");
+  if (h.file_size() != file_size)
+    return "file is " + std::to_string(file_size) + " bytes, its header says " + std::to_string(h.file_size()) +
+           " (truncated or extended)";
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, const expected_key& want,
+                                                      entry_header& h, std::string& driver_text, std::string& problem) {
+  if (auto bad = parse_header(file, file.size, h)) {
+    problem = *bad;
+    return std::nullopt;
+  }
+  const std::uint8_t* p = file.data + h.header_size;
+  const std::string code_text(reinterpret_cast<const char*>(p), h.code_text_size);
+  driver_text.assign(reinterpret_cast<const char*>(p + h.code_text_size), h.driver_text_size);
+  // Both the hash and the full text must match: a file renamed to another key's name, or a hash
+  // collision, is never served.
+  if (want.code && (h.code_hash != want.code->hash || code_text != want.code->text)) {
+    problem = "entry holds another key (" + code_text + ")";
+    return std::nullopt;
+  }
+  if (want.driver && (h.driver_hash != want.driver->hash || driver_text != want.driver->text)) {
+    problem = "entry is for driver " + driver_text + ", not " + want.driver->text;
+    return std::nullopt;
+  }
+  if (!want.driver && XXH3_64bits(driver_text.data(), driver_text.size()) != h.driver_hash) {
+    problem = "driver text does not match its hash";
+    return std::nullopt;
+  }
+  const std::uint8_t* payload = p + h.code_text_size + h.driver_text_size;
+  if (XXH3_64bits(payload, h.payload_size) != h.payload_xxh3) {
+    problem = "payload checksum mismatch";
+    return std::nullopt;
+  }
+  std::vector<std::uint8_t> cubin(h.cubin_size);
+  // Several threads only where there are cores to spare: on a 2-vCPU VM handing blocks to the
+  // decode pool cost more than it saved (mid cubin: 460 us vs 357 us on one thread).
+  const unsigned hw = os::hardware_threads();
+  const unsigned threads = hw >= 4 ? std::min(8u, hw) : 1u;
+  if (auto st = core::decompress(core::codec::lz4, h.block_size, core::byte_span(payload, h.payload_size), cubin.data(),
+                                 h.cubin_size, threads);
+      !st) {
+    problem = "LZ4 payload does not decode: " + st.err().message;
+    return std::nullopt;
+  }
+  if (XXH3_64bits(cubin.data(), cubin.size()) != h.cubin_xxh3) {
+    problem = "cubin checksum mismatch";
+    return std::nullopt;
+  }
+  auto sm = cubin_sm_word(core::byte_span(cubin.data(), cubin.size()));
+  if (!sm || *sm != h.sm) {
+    problem = "cubin's SM (ELF e_flags) does not match the entry header";
+    return std::nullopt;
+  }
+  if (want.target_arch && sm_arch(*sm) != want.target_arch) {
+    problem = "cubin is for sm_" + std::to_string(sm_arch(*sm)) + ", the key wants sm_" + std::to_string(want.target_arch);
+    return std::nullopt;
+  }
+  return cubin;
+}
+
+}  // namespace fatpack::detail::cache

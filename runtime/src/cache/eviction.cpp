@@ -1,0 +1,125 @@
+// Eviction and temp-file cleaning (eviction.hpp).
+#include "cache/eviction.hpp"
+
+#include "cache/fs.hpp"
+#include "cache/stats.hpp"
+#include "log.hpp"
+
+#include <algorithm>
+
+namespace fatpack::detail::cache {
+
+namespace {
+
+// Holds evict.lock (the Boost file_lock plus the in-process mutex) for the scope.
+class evictor {
+ public:
+  evictor(cache_dir& d, bool wait) : lock_(d.evict_lock()) {
+    if (!lock_) return;
+    if (wait) {
+      std::string why;
+      held_ = lock_->lock(why);
+    } else {
+      held_ = lock_->try_lock();
+    }
+  }
+  ~evictor() {
+    if (held_) lock_->unlock();
+  }
+  bool held() const { return held_; }
+
+ private:
+  std::shared_ptr<dir_lock> lock_;
+  bool held_ = false;
+};
+
+evict_result evict_locked(cache_dir& d, std::uint64_t target) {
+  evict_result r;
+  auto idx = d.index();
+  auto ilock = d.index_lock();
+  if (!idx || !ilock) return r;
+  r.ran = true;
+  std::uint64_t total = idx->total_bytes();
+  if (total <= target) {
+    r.bytes_left = total;
+    return r;
+  }
+  std::vector<index_slot> slots = idx->live_slots();
+  std::sort(slots.begin(), slots.end(), [](const index_slot& a, const index_slot& b) { return a.tick < b.tick; });
+  fs& f = current_fs();
+  for (const auto& s : slots) {
+    if (idx->total_bytes() <= target) break;
+    full_key k;
+    k.code.hash = s.code;
+    k.driver.hash = s.driver;
+    auto kl = key_lock::try_acquire(d.inflight_lock_path(), cache_dir::lock_hash(k));
+    if (!kl) continue;  // being compiled or re-published right now
+    const std::string path = d.entry_path(s.code, s.driver);
+    file_stat st;
+    std::uint64_t bytes = f.stat(path, st) == 0 ? st.size : 0;
+    int e = f.unlink(path);
+    if (e && e != ENOENT) continue;
+    std::string why;
+    dir_lock_guard g(*ilock, why);
+    if (!g.ok()) break;
+    idx->erase(s.code, s.driver);
+    if (!e) {
+      ++r.removed;
+      r.bytes_freed += bytes;
+      stats().evictions++;
+    }
+  }
+  r.bytes_left = idx->total_bytes();
+  return r;
+}
+
+}  // namespace
+
+evict_result evict_to(cache_dir& d, std::uint64_t target_bytes, bool wait) {
+  evictor ev(d, wait);
+  if (!ev.held()) return {};
+  evict_result r = evict_locked(d, target_bytes);
+  if (r.removed)
+    log_line(log_level::debug, "JIT cache (" + d.label() + "): evicted " + std::to_string(r.removed) + " entries (" +
+                                   std::to_string(r.bytes_freed) + " bytes), " + std::to_string(r.bytes_left) + " left");
+  return r;
+}
+
+void after_store(cache_dir& d) {
+  auto idx = d.index();
+  if (!idx) return;
+  const std::int64_t now = current_fs().now_unix_s();
+  const bool over = d.max_bytes() && idx->total_bytes() > d.max_bytes();
+  const bool clean_due = now - idx->last_clean_s() > 3600;
+  if (!over && !clean_due) return;
+  evictor ev(d, false);
+  if (!ev.held()) return;  // someone else is at it
+  if (over) evict_locked(d, d.max_bytes() / 10 * 9);
+  if (clean_due) {
+    idx->set_last_clean(now);
+    clean_temp_files(d, 24 * 3600);
+  }
+}
+
+std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
+  fs& f = current_fs();
+  const std::int64_t now = f.now_unix_s();
+  std::uint64_t n = 0;
+  for (const auto& it : d.scan()) {
+    if (!it.temp) continue;
+    const std::int64_t age = now - it.st.mtime_s;
+    bool dead = age > max_age_s;
+    // A minute's grace: a writer takes its flock right after creating the file.
+    if (!dead && age > 60) {
+      int fd = -1;
+      if (f.open(it.path, open_mode::read, fd) == 0) {
+        dead = f.try_flock(fd) == 0;  // nobody holds it: its writer is gone
+        f.close(fd);
+      }
+    }
+    if (dead && f.unlink(it.path) == 0) ++n;
+  }
+  return n;
+}
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,92 @@
+// The cache's file-system seam (design.md §7): every OS call the cache makes outside Boost's mapping
+// and file_lock goes through `fs`. Production uses the POSIX implementation (fs_posix.cpp); tests
+// wrap it to inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any call, and to pretend
+// a directory is on NFS or the process is setuid. A Windows port replaces fs_posix.cpp.
+//
+// Conventions: calls return 0 or an errno value (never throw); paths are absolute; every open is
+// O_CLOEXEC | O_NOFOLLOW, so a lock descriptor never leaks into a child the JIT may spawn and a
+// symlink planted in the cache is never followed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fatpack::detail::cache {
+
+struct file_stat {
+  bool regular = false;
+  bool directory = false;
+  std::uint32_t mode = 0;  // permission bits (07777)
+  std::uint32_t uid = 0;
+  std::uint64_t size = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t device = 0;
+  std::int64_t mtime_s = 0;
+};
+
+enum class open_mode {
+  read,            // O_RDONLY
+  create_new,      // O_WRONLY | O_CREAT | O_EXCL, mode 0600 (temp files)
+  read_write,      // O_RDWR | O_CREAT, mode 0600 (lock files)
+};
+
+class fs {
+ public:
+  virtual ~fs() = default;
+  virtual int open(const std::string& path, open_mode mode, int& fd) = 0;
+  virtual void close(int fd) = 0;
+  // Reads up to n bytes at off; `got` < n only at end of file.
+  virtual int pread(int fd, void* buf, std::size_t n, std::uint64_t off, std::size_t& got) = 0;
+  // Writes all n bytes at off (loops on short writes).
+  virtual int pwrite(int fd, const void* buf, std::size_t n, std::uint64_t off) = 0;
+  // Reserves blocks (posix_fallocate), so a full disk is ENOSPC here and not SIGBUS in a mapping.
+  // EOPNOTSUPP/EINVAL where the file system cannot (callers go on).
+  virtual int allocate(int fd, std::uint64_t size) = 0;
+  virtual int fstat(int fd, file_stat& st) = 0;
+  // lstat (a symlink is neither regular nor a directory).
+  virtual int stat(const std::string& path, file_stat& st) = 0;
+  virtual int mkdir(const std::string& path, std::uint32_t mode) = 0;  // EEXIST when it exists
+  virtual int chmod(const std::string& path, std::uint32_t mode) = 0;
+  virtual int rename(const std::string& from, const std::string& to) = 0;
+  virtual int unlink(const std::string& path) = 0;
+  virtual int rmdir(const std::string& path) = 0;
+  // Names in a directory, without "." and "..".
+  virtual int list_dir(const std::string& path, std::vector<std::string>& names) = 0;
+  // flock(LOCK_EX | LOCK_NB) on a descriptor: 0, or EWOULDBLOCK when another description holds it.
+  // Marks a temp file's writer as alive (released by the kernel when the writer dies).
+  virtual int try_flock(int fd) = 0;
+  // Open-file-description byte-range write lock on one byte at `offset` (F_OFD_SETLK): 0, or EAGAIN
+  // when another open file description holds it. Released on close or when the holder dies; two
+  // descriptions conflict even inside one process (so threads exclude each other too).
+  virtual int try_byte_lock(int fd, std::uint64_t offset) = 0;
+  virtual int byte_unlock(int fd, std::uint64_t offset) = 0;
+  // True for NFS/SMB/Lustre/other network file systems (statfs f_type), where locks and shared
+  // mappings are not reliable.
+  virtual bool network_fs(const std::string& path) = 0;
+  virtual std::uint32_t euid() = 0;
+  // The home directory of the effective user from the password database ("" if none).
+  virtual std::string passwd_home() = 0;
+  // setuid/setgid execution (AT_SECURE, or uid != euid / gid != egid).
+  virtual bool privileged_exec() = 0;
+  virtual std::int64_t now_unix_s() = 0;
+  virtual std::int64_t now_unix_ns() = 0;
+  virtual int pid() = 0;
+};
+
+// The seam in use (the POSIX one unless a test installed another; `nullptr` restores it). Not
+// thread-safe against concurrent cache use: tests install it before opening a cache.
+fs& current_fs();
+void set_fs_for_testing(fs* f);
+fs& posix_fs();
+
+// Helpers over current_fs().
+// Reads a whole small file (at most `limit` bytes).
+int read_small_file(fs& f, const std::string& path, std::string& out, std::size_t limit = 1 << 20);
+// Creates every missing directory of `path` with `mode` (like mkdir -p).
+int make_dirs(fs& f, const std::string& path, std::uint32_t mode);
+// "No space left on device (ENOSPC)"
+std::string errno_text(int e);
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,88 @@
+// The cache index (docs/cache.md §5): a fixed-size file mapped with Boost.Interprocess
+// (file_mapping + mapped_region, MAP_SHARED), holding one slot per entry (code-key hash, driver
+// hash, bytes on disk, last use: time and a use counter for exact LRU order) and the total size. It is advisory: it decides LRU order,
+// the size bound and which drivers' entries exist for a code key, never whether bytes are served
+// (entries validate themselves). Damaged -> rebuilt from the entry files.
+//
+// Protocol:
+//  - Writers (insert/erase/rebuild) hold the directory's index lock (locks.hpp). Each slot has a
+//    sequence number, odd while being written, and an XXH3 of its fields; readers take no lock,
+//    copy a slot, and ignore it unless the sequence is even and unchanged and the check matches.
+//  - last use is a relaxed store, outside the check: a torn or lost touch only reorders eviction.
+//    The use counter is one atomic in the header (fetch_add per hit or store).
+//  - The file is created complete (temp file, posix_fallocate so a full disk is ENOSPC and never a
+//    SIGBUS in the mapping, then rename) and never truncated or resized in place: growing or
+//    rebuilding writes a new file and renames it over, then marks the old one retired so other
+//    processes remap. No Boost managed_mapped_file and no mutex inside the file: a process killed at
+//    any point leaves at worst one odd slot, which readers skip and writers repair.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fatpack::detail::cache {
+
+struct index_slot {
+  std::array<std::uint8_t, 16> code{};
+  std::uint64_t driver = 0;
+  std::uint32_t disk_bytes = 0;
+  std::uint32_t last_use_s = 0;    // seconds since the Unix epoch (for display)
+  std::uint32_t tick = 0;          // the index's use counter at the last use: exact LRU order
+};
+
+// Slots of a new index (48 bytes each: 3 MiB). Up to 80% full, so ~52,000 entries; a fuller table
+// is rebuilt into a new file of twice the size (100,000 entries: 6 MiB).
+inline constexpr std::uint32_t default_index_capacity = 1u << 16;
+inline constexpr std::size_t index_header_bytes = 4096;
+inline constexpr std::size_t index_slot_bytes = 48;
+
+class index_file {
+ public:
+  // Maps `path` (read-only or read-write). nullptr with `why` when missing or damaged (bad magic,
+  // version, size, header check).
+  static std::unique_ptr<index_file> map(const std::string& path, bool writable, std::string& why);
+  // Writes a complete new index holding `slots` to `path` (through a temp file in the same
+  // directory and rename; the caller holds the index lock). Returns 0 or an errno.
+  static int create(const std::string& path, const std::vector<index_slot>& slots, std::uint32_t capacity,
+                    std::int64_t now_s);
+  ~index_file();
+
+  // Lock-free reads.
+  bool find(const std::array<std::uint8_t, 16>& code, std::uint64_t driver, index_slot* out) const;
+  std::vector<index_slot> find_code(const std::array<std::uint8_t, 16>& code) const;
+  void touch(const std::array<std::uint8_t, 16>& code, std::uint64_t driver, std::uint32_t now_s);
+  std::uint32_t next_tick();
+  std::vector<index_slot> live_slots() const;
+  std::uint64_t total_bytes() const;
+  std::uint64_t live() const;
+  std::uint32_t capacity() const { return capacity_; }
+  std::uint64_t file_bytes() const { return size_; }
+  bool retired() const;                 // replaced by a rebuild: remap
+  std::uint64_t inode() const { return inode_; }  // of the file when it was mapped
+  std::int64_t last_clean_s() const;    // when stray temp files were last cleaned
+
+  // Writers: the caller holds the index lock.
+  // False when the table is too full (rebuild with a larger capacity).
+  bool insert(const index_slot& s);
+  // Bytes the slot accounted for (0 if absent).
+  std::uint64_t erase(const std::array<std::uint8_t, 16>& code, std::uint64_t driver);
+  void set_retired();
+  void set_last_clean(std::int64_t s);
+  // Slots that fail their check or are stuck odd (a writer killed mid-update): counted by verify.
+  std::uint64_t damaged_slots() const;
+
+ private:
+  index_file() = default;
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  std::uint8_t* base_ = nullptr;
+  std::uint64_t size_ = 0;
+  std::uint32_t capacity_ = 0;
+  bool writable_ = false;
+  std::uint64_t inode_ = 0;
+};
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,138 @@
+// Cache key derivation (key.hpp).
+#include "cache/key.hpp"
+
+#include "cache/fs.hpp"
+#include "os.hpp"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace fatpack::detail::cache {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+std::string hex_bytes(const std::uint8_t* p, std::size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(2 * n, '0');
+  for (std::size_t i = 0; i < n; ++i) {
+    s[2 * i] = digits[p[i] >> 4];
+    s[2 * i + 1] = digits[p[i] & 15];
+  }
+  return s;
+}
+
+std::string code_key::hex() const { return hex_bytes(hash.data(), hash.size()); }
+
+std::uint64_t code_key::lo64() const {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | hash[static_cast<std::size_t>(i)];
+  return v;
+}
+
+std::string driver_id::hex() const { return hex64(hash); }
+
+std::string full_key::file_name() const { return code.hex() + "-" + driver.hex() + ".fpc"; }
+
+code_key make_code_key(const jit_key& k) {
+  code_key c;
+  // Everything of jit_key except the driver (the second tier); the format version first, so a
+  // future format never reads these entries as hits.
+  c.text = "v" + std::to_string(format_major) + "|" + k.backend;
+  c.text += "|ptx=" + hex64(k.ptx_xxh3) + ":" + std::to_string(k.ptx_size);
+  c.text += "|src=" + k.ptx_target.str() + "@" + k.ptx_isa.str();
+  c.text += "|cc=" + std::to_string(k.target_arch);
+  c.text += k.target_variant == core::arch_variant::arch_specific ? "a"
+            : k.target_variant == core::arch_variant::family    ? "f"
+                                                                : "";
+  c.text += "|opt=" + k.options;
+  return code_key_of_text(std::move(c.text));
+}
+
+code_key code_key_of_text(std::string text) {
+  code_key c;
+  c.text = std::move(text);
+  XXH128_hash_t h = XXH3_128bits(c.text.data(), c.text.size());
+  for (int i = 0; i < 8; ++i) {
+    c.hash[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(h.high64 >> (56 - 8 * i));
+    c.hash[static_cast<std::size_t>(8 + i)] = static_cast<std::uint8_t>(h.low64 >> (56 - 8 * i));
+  }
+  return c;
+}
+
+driver_id make_driver_id(int driver_version, const std::string& build) {
+  driver_id d;
+  d.text = std::to_string(driver_version);
+  if (!build.empty()) d.text += "|" + build;
+  d.hash = XXH3_64bits(d.text.data(), d.text.size());
+  return d;
+}
+
+driver_id make_driver_id(int driver_version) { return make_driver_id(driver_version, machine_driver_build()); }
+
+full_key make_full_key(const jit_key& k) { return full_key{make_code_key(k), make_driver_id(k.driver_version)}; }
+
+std::string parse_driver_build(const std::string& text) {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." or
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ...":
+  // the first whitespace-separated token after "Kernel Module" made of digits and dots.
+  auto pos = text.find("Kernel Module");
+  if (pos == std::string::npos) return {};
+  std::string line = text.substr(pos, text.find('\n', pos) - pos);
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+    std::string tok = line.substr(i, j - i);
+    if (!tok.empty() && tok.find('.') != std::string::npos &&
+        tok.find_first_not_of("0123456789.") == std::string::npos)
+      return tok;
+    i = j;
+  }
+  return {};
+}
+
+const std::string& machine_driver_build() {
+  static const std::string build = [] {
+    const char* env = os::getenv("FATPACK_DRIVER_VERSION_FILE");
+    std::string path = env && *env ? env : "/proc/driver/nvidia/version";
+    std::string text;
+    if (read_small_file(current_fs(), path, text, 4096) != 0) return std::string();
+    return parse_driver_build(text);
+  }();
+  return build;
+}
+
+bool parse_file_name(const std::string& name, std::array<std::uint8_t, 16>& code, std::uint64_t& driver) {
+  if (name.size() != 32 + 1 + 16 + 4 || name[32] != '-' || name.compare(49, 4, ".fpc") != 0) return false;
+  for (std::size_t i = 0; i < 16; ++i) {
+    int a = hex_value(name[2 * i]), b = hex_value(name[2 * i + 1]);
+    if (a < 0 || b < 0) return false;
+    code[i] = static_cast<std::uint8_t>(a * 16 + b);
+  }
+  driver = 0;
+  for (std::size_t i = 33; i < 49; ++i) {
+    int a = hex_value(name[i]);
+    if (a < 0) return false;
+    driver = driver * 16 + static_cast<std::uint64_t>(a);
+  }
+  return true;
+}
+
+}  // namespace fatpack::detail::cache

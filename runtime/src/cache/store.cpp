@@ -1,0 +1,385 @@
+// One cache directory (store.hpp).
+#include "cache/store.hpp"
+
+#include "cache/fs.hpp"
+#include "cache/stats.hpp"
+#include "log.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+
+namespace fatpack::detail::cache {
+
+namespace {
+
+std::string hex2(std::uint8_t b) { return hex_bytes(&b, 1); }
+
+bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0; }
+
+}  // namespace
+
+std::uint32_t now_seconds() { return static_cast<std::uint32_t>(current_fs().now_unix_s()); }
+
+std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writable, std::uint64_t max_bytes,
+                                           std::string label, bool prebuilt) {
+  std::shared_ptr<cache_dir> d(new cache_dir());
+  d->root_ = root;
+  d->dir_ = root + "/v1";
+  d->writable_ = writable;
+  d->prebuilt_ = prebuilt;
+  d->max_bytes_ = max_bytes;
+  d->label_ = std::move(label);
+  return d;
+}
+
+std::string cache_dir::fanout_dir(const std::array<std::uint8_t, 16>& code) const {
+  return dir_ + "/objects/" + hex2(code[0]);
+}
+
+std::string cache_dir::entry_path(const std::array<std::uint8_t, 16>& code, std::uint64_t driver) const {
+  driver_id d;
+  d.hash = driver;
+  return fanout_dir(code) + "/" + hex_bytes(code.data(), code.size()) + "-" + d.hex() + ".fpc";
+}
+
+std::string cache_dir::entry_path(const full_key& k) const { return entry_path(k.code.hash, k.driver.hash); }
+
+std::uint64_t cache_dir::lock_hash(const full_key& k) { return k.code.lo64() ^ (k.driver.hash * 0x9E3779B97F4A7C15ull); }
+
+read_status cache_dir::read_entry(const std::string& path, const expected_key& want, std::vector<std::uint8_t>& cubin,
+                                  entry_header& h, std::string& driver_text, std::string& problem) {
+  fs& f = current_fs();
+  int fd = -1;
+  if (int e = f.open(path, open_mode::read, fd)) {
+    if (e == ENOENT || e == ENOTDIR) return read_status::missing;
+    problem = errno_text(e);  // ELOOP: a symlink planted in the cache
+    return e == ELOOP ? read_status::invalid : read_status::io_error;
+  }
+  file_stat st;
+  int e = f.fstat(fd, st);
+  if (!e && !st.regular) {
+    f.close(fd);
+    problem = "not a regular file";
+    return read_status::invalid;
+  }
+  // Entries are written by this user (or, in a prebuilt layer, installed by root).
+  if (!e && st.uid != f.euid() && !(prebuilt_ && st.uid == 0)) {
+    f.close(fd);
+    problem = "owned by uid " + std::to_string(st.uid) + ", not by this user";
+    return read_status::invalid;
+  }
+  if (!e && (st.size < entry_header_size || st.size > 2 * max_cubin_bytes)) {
+    f.close(fd);
+    problem = "size " + std::to_string(st.size) + " is not an entry's";
+    return read_status::invalid;
+  }
+  std::vector<std::uint8_t> bytes;
+  std::size_t got = 0;
+  if (!e) {
+    bytes.resize(static_cast<std::size_t>(st.size));
+    e = f.pread(fd, bytes.data(), bytes.size(), 0, got);
+  }
+  f.close(fd);
+  if (e) {
+    problem = errno_text(e);
+    stats().io_errors++;
+    return read_status::io_error;
+  }
+  bytes.resize(got);
+  stats().bytes_read += got;
+  auto c = decode_entry(core::byte_span(bytes.data(), bytes.size()), want, h, driver_text, problem);
+  if (!c) return read_status::invalid;
+  cubin = std::move(*c);
+  return read_status::ok;
+}
+
+std::optional<std::vector<std::uint8_t>> cache_dir::read_exact(const full_key& k, std::uint32_t target_arch) {
+  expected_key want{&k.code, &k.driver, target_arch};
+  std::vector<std::uint8_t> cubin;
+  entry_header h;
+  std::string drv, problem;
+  const std::string path = entry_path(k);
+  read_status s = read_entry(path, want, cubin, h, drv, problem);
+  if (s == read_status::ok) {
+    if (writable_) {
+      if (auto idx = index()) {
+        if (idx->find(k.code.hash, k.driver.hash, nullptr))
+          idx->touch(k.code.hash, k.driver.hash, now_seconds());
+        else
+          index_insert(k, h.file_size());  // published by a process killed before its index update
+      }
+    }
+    return cubin;
+  }
+  if (s == read_status::invalid) {
+    stats().rejected++;
+    log_line(log_level::warn, "JIT cache (" + label_ + "): ignoring " + path + ": " + problem);
+    if (writable_) quarantine(k, target_arch);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full_key& k, std::uint32_t target_arch,
+                                                                      std::string& from) {
+  // Candidates: the index's slots for this code key, else the names in its fan-out directory.
+  std::vector<index_slot> cands;
+  if (auto idx = index()) {
+    cands = idx->find_code(k.code.hash);
+  } else {
+    std::vector<std::string> names;
+    if (current_fs().list_dir(fanout_dir(k.code.hash), names) == 0) {
+      for (const auto& n : names) {
+        index_slot s;
+        if (parse_file_name(n, s.code, s.driver) && s.code == k.code.hash) cands.push_back(s);
+      }
+    }
+  }
+  std::sort(cands.begin(), cands.end(), [](const index_slot& a, const index_slot& b) { return a.tick > b.tick; });
+  expected_key want{&k.code, nullptr, target_arch};
+  for (const auto& c : cands) {
+    if (c.driver == k.driver.hash) continue;  // the exact entry was tried already
+    std::vector<std::uint8_t> cubin;
+    entry_header h;
+    std::string problem;
+    const std::string path = entry_path(c.code, c.driver);
+    read_status s = read_entry(path, want, cubin, h, from, problem);
+    if (s == read_status::ok) {
+      if (writable_)
+        if (auto idx = index()) idx->touch(c.code, c.driver, now_seconds());
+      return cubin;
+    }
+    if (s == read_status::invalid) {
+      stats().rejected++;
+      log_line(log_level::warn, "JIT cache (" + label_ + "): ignoring " + path + ": " + problem);
+    }
+  }
+  return std::nullopt;
+}
+
+bool cache_dir::entry_exists(const full_key& k) {
+  file_stat st;
+  return current_fs().stat(entry_path(k), st) == 0 && st.regular;
+}
+
+int cache_dir::write(const full_key& k, core::byte_span cubin, std::string& why) {
+  if (!writable_) return EROFS;
+  fs& f = current_fs();
+  auto bytes = encode_entry(k, cubin, f.now_unix_ns(), why);
+  if (!bytes) return EINVAL;
+  const std::string fan = fanout_dir(k.code.hash);
+  int e = f.mkdir(fan, 0700);
+  if (e == ENOENT) e = make_dirs(f, fan, 0700);  // objects/ itself is missing (removed by hand?)
+  if (e && e != EEXIST) {
+    why = fan + ": " + errno_text(e);
+    return e;
+  }
+  static std::atomic<unsigned> counter{0};
+  const std::string final_path = entry_path(k);
+  const std::string tmp = fan + "/." + k.file_name() + "." + std::to_string(f.pid()) + "." +
+                          std::to_string(counter.fetch_add(1)) + ".tmp";
+  int fd = -1;
+  if ((e = f.open(tmp, open_mode::create_new, fd))) {
+    why = tmp + ": " + errno_text(e);
+    return e;
+  }
+  f.try_flock(fd);  // "writer alive" for the stray-temp cleanup; released when we close or die
+  e = f.allocate(fd, bytes->size());
+  if (e == EOPNOTSUPP || e == EINVAL) e = 0;  // then the write reports a full disk
+  if (!e) e = f.pwrite(fd, bytes->data(), bytes->size(), 0);
+  if (!e) e = f.rename(tmp, final_path);
+  f.close(fd);
+  if (e) {
+    f.unlink(tmp);
+    why = final_path + ": " + errno_text(e);
+    return e;
+  }
+  stats().bytes_written += bytes->size();
+  stats().stores++;
+  index_insert(k, bytes->size());
+  return 0;
+}
+
+bool cache_dir::index_insert(const full_key& k, std::uint64_t bytes) {
+  auto lock = index_lock();
+  if (!lock) return false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto idx = index();
+    if (!idx) return false;
+    std::string why;
+    bool full = false;
+    {
+      dir_lock_guard g(*lock, why);
+      if (!g.ok()) return false;
+      // Replaced meanwhile (rebuilt: retired; or deleted and recreated by hand): use the new one.
+      file_stat st;
+      if (idx->retired() || current_fs().stat(dir_ + "/index.v1", st) != 0 || st.inode != idx->inode()) {
+        std::lock_guard<std::mutex> m(mu_);
+        if (index_ == idx) index_.reset();
+        continue;
+      }
+      index_slot s;
+      s.code = k.code.hash;
+      s.driver = k.driver.hash;
+      s.disk_bytes = static_cast<std::uint32_t>(bytes);
+      s.last_use_s = now_seconds();
+      s.tick = idx->next_tick();
+      if (idx->insert(s)) return true;
+      full = true;
+    }
+    // Too full: a new file with room (the entry just written is on disk, so the rebuild finds it).
+    if (full) return rebuild_index(why, idx->capacity() * 2);
+  }
+  return false;
+}
+
+void cache_dir::quarantine(const full_key& k, std::uint32_t target_arch) {
+  // Under the key's lock, so that a good entry renamed into place meanwhile is not deleted.
+  auto kl = key_lock::try_acquire(inflight_lock_path(), lock_hash(k));
+  if (!kl) return;
+  expected_key want{&k.code, &k.driver, target_arch};
+  std::vector<std::uint8_t> cubin;
+  entry_header h;
+  std::string drv, problem;
+  if (read_entry(entry_path(k), want, cubin, h, drv, problem) != read_status::invalid) return;
+  current_fs().unlink(entry_path(k));
+  auto lock = index_lock();
+  auto idx = index();
+  if (lock && idx) {
+    std::string why;
+    dir_lock_guard g(*lock, why);
+    if (g.ok()) idx->erase(k.code.hash, k.driver.hash);
+  }
+}
+
+std::shared_ptr<dir_lock> cache_dir::lock_file(std::shared_ptr<dir_lock>& slot, const char* name) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!slot && writable_) {
+    std::string why;
+    slot = dir_lock::get(dir_ + "/" + name, why);
+  }
+  return slot;
+}
+
+std::shared_ptr<dir_lock> cache_dir::index_lock() { return lock_file(index_lock_, "index.lock"); }
+std::shared_ptr<dir_lock> cache_dir::evict_lock() { return lock_file(evict_lock_, "evict.lock"); }
+
+std::shared_ptr<index_file> cache_dir::index() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (index_ && !index_->retired()) return index_;
+    std::string why;
+    auto m = index_file::map(dir_ + "/index.v1", writable_, why);
+    if (m) {
+      index_ = std::move(m);
+      index_problem_.clear();
+      return index_;
+    }
+    index_problem_ = why;
+    index_.reset();
+    if (!writable_ || rebuild_failed_) return nullptr;
+  }
+  std::string why;
+  if (!rebuild_index(why)) {
+    std::lock_guard<std::mutex> g(mu_);
+    rebuild_failed_ = true;  // once per process: the directory works without an index
+    log_line(log_level::warn, "JIT cache (" + label_ + "): cannot rebuild the index: " + why);
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  return index_;
+}
+
+std::string cache_dir::index_problem() {
+  index();
+  std::lock_guard<std::mutex> g(mu_);
+  return index_problem_;
+}
+
+bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool force) {
+  auto lock = index_lock();
+  if (!lock) {
+    why = "no index lock";
+    return false;
+  }
+  dir_lock_guard g(*lock, why);
+  if (!g.ok()) return false;
+  const std::string path = dir_ + "/index.v1";
+  std::string map_why;
+  std::shared_ptr<index_file> old = index_file::map(path, true, map_why);
+  // Re-check under the lock: another process may have rebuilt it already.
+  if (!force && old && !old->retired() && old->capacity() >= min_capacity) {
+    std::lock_guard<std::mutex> m(mu_);
+    index_ = old;
+    return true;
+  }
+  std::vector<index_slot> slots;
+  fs& f = current_fs();
+  for (const auto& item : scan()) {
+    if (item.temp) continue;
+    index_slot s;
+    if (!parse_file_name(item.name, s.code, s.driver)) continue;
+    // Header only: cheap, and enough for accounting (a bad payload is found when it is read).
+    std::uint8_t head[entry_header_size];
+    int fd = -1;
+    if (f.open(item.path, open_mode::read, fd)) continue;
+    std::size_t got = 0;
+    int e = f.pread(fd, head, sizeof head, 0, got);
+    f.close(fd);
+    entry_header h;
+    if (e || parse_header(core::byte_span(head, got), item.st.size, h) || h.code_hash != s.code ||
+        h.driver_hash != s.driver)
+      continue;
+    s.disk_bytes = static_cast<std::uint32_t>(item.st.size);
+    s.last_use_s = static_cast<std::uint32_t>(item.st.mtime_s);
+    slots.push_back(s);
+  }
+  // Use order from the old index where it knows the entry, else by file time.
+  std::sort(slots.begin(), slots.end(), [](const index_slot& a, const index_slot& b) { return a.last_use_s < b.last_use_s; });
+  std::uint32_t tick = 0;
+  for (auto& s : slots) {
+    index_slot known;
+    if (old && old->find(s.code, s.driver, &known)) s.last_use_s = known.last_use_s;
+    s.tick = ++tick;
+  }
+  std::uint32_t cap = std::max(default_index_capacity, min_capacity);
+  if (int e = index_file::create(path, slots, cap, f.now_unix_s())) {
+    why = path + ": " + errno_text(e);
+    return false;
+  }
+  if (old) old->set_retired();  // other processes see it and remap
+  auto fresh = index_file::map(path, true, why);
+  if (!fresh) return false;
+  log_line(log_level::info, "JIT cache (" + label_ + "): index rebuilt from " + std::to_string(slots.size()) + " entries" +
+                                (map_why.empty() ? std::string() : " (" + map_why + ")"));
+  std::lock_guard<std::mutex> m(mu_);
+  index_ = std::move(fresh);
+  index_problem_.clear();
+  return true;
+}
+
+std::vector<cache_dir::file_item> cache_dir::scan() {
+  std::vector<file_item> out;
+  fs& f = current_fs();
+  const std::string objects = dir_ + "/objects";
+  std::vector<std::string> fans;
+  if (f.list_dir(objects, fans)) return out;
+  std::sort(fans.begin(), fans.end());
+  for (const auto& fan : fans) {
+    if (fan.size() != 2) continue;
+    std::vector<std::string> names;
+    const std::string d = objects + "/" + fan;
+    if (f.list_dir(d, names)) continue;
+    for (const auto& n : names) {
+      file_item it;
+      it.path = d + "/" + n;
+      it.name = n;
+      if (f.stat(it.path, it.st)) continue;
+      it.temp = is_temp_name(n);
+      out.push_back(std::move(it));
+    }
+  }
+  return out;
+}
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,109 @@
+// One cache directory (a "layer": the per-user cache or a prebuilt read-only one): its layout,
+// reading and validating entries, publishing new ones, and its index (docs/cache.md §1, §3, §5).
+//
+// Layout under the cache root:
+//   v1/                         format major version (0700)
+//   v1/objects/<ab>/<code hex>-<driver hex>.fpc    entries, 256-way fan-out on the code key
+//   v1/objects/<ab>/.<entry name>.<pid>.<n>.tmp    an entry being written (flock-ed by its writer)
+//   v1/index.v1                 the mapped advisory index (index.hpp)
+//   v1/index.lock, evict.lock   dedicated lock files (locks.hpp)
+//   v1/inflight.lock            per-key single-flight byte locks
+//
+// A hit opens one file (its name comes from the key): no scan, no other entry is touched. Only an
+// other-driver lookup consults the index (or, without one, lists the one fan-out directory).
+#pragma once
+
+#include "cache/entry.hpp"
+#include "cache/fs.hpp"
+#include "cache/index.hpp"
+#include "cache/key.hpp"
+#include "cache/locks.hpp"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fatpack::detail::cache {
+
+enum class read_status { ok, missing, invalid, io_error };
+
+class cache_dir {
+ public:
+  // `root` is the cache root (the directory that holds v1/); the caller applied the directory policy
+  // (directory.hpp). `label` names the layer in logs ("user", "prebuilt /opt/app/cache").
+  static std::shared_ptr<cache_dir> open(const std::string& root, bool writable, std::uint64_t max_bytes,
+                                         std::string label, bool prebuilt);
+
+  const std::string& root() const { return root_; }
+  const std::string& dir() const { return dir_; }  // root/v1
+  const std::string& label() const { return label_; }
+  bool writable() const { return writable_; }
+  bool prebuilt() const { return prebuilt_; }
+  std::uint64_t max_bytes() const { return max_bytes_; }
+  void set_max_bytes(std::uint64_t b) { max_bytes_ = b; }
+
+  std::string fanout_dir(const std::array<std::uint8_t, 16>& code) const;
+  std::string entry_path(const full_key& k) const;
+  std::string entry_path(const std::array<std::uint8_t, 16>& code, std::uint64_t driver) const;
+  std::string inflight_lock_path() const { return dir_ + "/inflight.lock"; }
+  static std::uint64_t lock_hash(const full_key& k);
+
+  // Reads and validates one entry file.
+  read_status read_entry(const std::string& path, const expected_key& want, std::vector<std::uint8_t>& cubin,
+                         entry_header& h, std::string& driver_text, std::string& problem);
+  // The entry for exactly this key.
+  std::optional<std::vector<std::uint8_t>> read_exact(const full_key& k, std::uint32_t target_arch);
+  // An entry with this code key from another driver (most recently used first); `from` gets its
+  // driver text.
+  std::optional<std::vector<std::uint8_t>> read_other_driver(const full_key& k, std::uint32_t target_arch,
+                                                             std::string& from);
+  bool entry_exists(const full_key& k);
+
+  // Publishes an entry: temp file in the fan-out directory, posix_fallocate, write, rename; then the
+  // index. Returns 0, or the errno that stopped it (ENOSPC, EDQUOT, EROFS, ...) with `why`.
+  int write(const full_key& k, core::byte_span cubin, std::string& why);
+  // Removes an entry that failed validation, if it still fails under the key's lock (it may have
+  // been replaced by a good one meanwhile).
+  void quarantine(const full_key& k, std::uint32_t target_arch);
+
+  // The current index mapping (remapped when another process replaced the file; rebuilt when a
+  // writable directory has none or a damaged one). May be null (read-only, no usable index).
+  std::shared_ptr<index_file> index();
+  // Rebuilds the index from the entry files (header checks only). Takes the index lock; unless
+  // `force`, a valid index (another process rebuilt it meanwhile) with enough capacity is kept.
+  bool rebuild_index(std::string& why, std::uint32_t min_capacity = 0, bool force = false);
+  std::shared_ptr<dir_lock> index_lock();
+  std::shared_ptr<dir_lock> evict_lock();
+
+  struct file_item {
+    std::string path, name;
+    file_stat st;
+    bool temp = false;
+  };
+  // Every file under objects/ (entries and temp files). No entry is read.
+  std::vector<file_item> scan();
+
+  // Why the index is unusable ("" when fine); for stats/verify.
+  std::string index_problem();
+
+ private:
+  cache_dir() = default;
+  bool index_insert(const full_key& k, std::uint64_t bytes);
+  // The directory's lock file `name`, opened at first use (writable directories only).
+  std::shared_ptr<dir_lock> lock_file(std::shared_ptr<dir_lock>& slot, const char* name);
+  std::string root_, dir_, label_;
+  bool writable_ = false, prebuilt_ = false;
+  std::uint64_t max_bytes_ = 0;
+  std::mutex mu_;  // guards index_ and the lock pointers
+  std::shared_ptr<index_file> index_;
+  std::string index_problem_;
+  std::shared_ptr<dir_lock> index_lock_, evict_lock_;
+  bool rebuild_failed_ = false;
+};
+
+std::uint32_t now_seconds();
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU part of fatpack's tests and benchmarks, run from a build tree on a machine with an NVIDIA
+# GPU and driver (the figures in docs/runtime.md §10, docs/cache.md and docs/benchmarks.md):
+#   scripts/gpu-suite.sh BUILD_DIR [LOG_FILE] [--coldstart]
+# Inputs are made beforehand on the build machine (they need nvcc and the fatpack tool):
+#   bench/run_package_bench.sh BUILD_DIR              # the mid set (BUILD_DIR/bench-mid)
+#   BUILD_DIR/packager/fatpack pack -o BUILD_DIR/bench-mid/mid.ptx.fpk --name midptx \
+#       BUILD_DIR/bench-mid/mid.compute_90.ptx       # one PTX-only module of the mid set
+#   bench/make_coldstart_inputs.sh BUILD_DIR 16        # for --coldstart (about 90 s on an H200)
+# Every benchmark sets CUDA_CACHE_DISABLE=1 where it times fatpack's own cold JIT.
+set -uo pipefail
+build=$(cd "$1" && pwd)
+log=${2:-$build/gpu-suite.log}
+coldstart=0
+[ "${3:-}" = --coldstart ] && coldstart=1
+: >"$log"
+rc=0
+step() {
+  local name=$1
+  shift
+  echo "== $name: $*" | tee -a "$log"
+  "$@" 2>&1 | tee -a "$log"
+  local s=${PIPESTATUS[0]}
+  [ "$s" = 0 ] || { echo "== $name exited $s" | tee -a "$log"; rc=1; }
+}
+mid=$build/bench-mid
+step gpu nvidia-smi -L
+step gpu-tests ctest --test-dir "$build" -L gpu -V --output-on-failure
+step runtime-load "$build/tests/runtime/fatpack_runtime_load_bench" "$mid/mid.sm_90.cubin" 30
+step package-load "$build/bench/fatpack_load_bench" --cubin "$mid/mid.sm_90.cubin" --fatbin "$mid/mid.compressed.fatbin" \
+  --runs 30 "$mid/mid.lz4.fpk" "$mid/mid.zstd.fpk" "$mid/mid.none.fpk"
+step processes "$build/bench/fatpack_coldstart_bench" "$mid/mid.ptx.fpk" --processes 8
+if [ -x "$build/bench/fatpack_cache_bench" ]; then
+  step cache "$build/bench/fatpack_cache_bench" --gpu "$mid/mid.ptx.fpk"
+fi
+if [ "$coldstart" = 1 ]; then
+  step coldstart "$build/bench/fatpack_coldstart_bench" "$build/bench-coldstart/coldstart.fpk"
+fi
+exit $rc

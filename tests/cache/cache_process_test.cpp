@@ -1,0 +1,412 @@
+// The JIT cache across real processes (fatpack_runtime_probe children, the fake driver): second
+// start hits, many processes compile each key once, kill -9 of writers, other-driver entries,
+// eviction bound, prebuilt layers, read-only use, permissions (as an unprivileged user), full disk.
+#include "cache_support.hpp"
+
+#include "cache/cache_admin.hpp"
+
+#include <chrono>
+#include <sys/statvfs.h>
+#include <random>
+#include <thread>
+
+using namespace cache_test;
+
+namespace {
+
+env_map cache_env(const std::string& cache, const std::string& jitlog, env_map extra = {}) {
+  env_map e = fake_env({{"FATPACK_CACHE_PATH", cache}, {"FAKECUDA_JIT_LOG", jitlog}});
+  for (auto& kv : extra) e[kv.first] = kv.second;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("second process hits the cache; entries are files named by key") {
+  const std::string pkg = keys_package("basic", 3);
+  const std::string dir = fresh_dir("basic"), log = dir + "/jit.log", cache = dir + "/cache";
+  auto a = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log));
+  CHECK(a.status == 0);
+  CHECK(field(a.out, "load-all", "jit") == 3);
+  CHECK(field(a.out, "cache", "stores") == 3);
+  CHECK(a.has("cache mode=read-write path=" + cache));
+  CHECK(count_lines(log) == 3);
+  CHECK(files_under(cache, ".fpc").size() == 3);
+  auto b = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log));
+  CHECK(b.status == 0);
+  CHECK(field(b.out, "load-all", "cache") == 3);
+  CHECK(field(b.out, "load-all", "jit") == 0);
+  CHECK(field(b.out, "cache", "hits_exact") == 3);
+  CHECK(field(b.out, "cache", "misses") == 0);
+  CHECK(count_lines(log) == 3);
+  // The directory is private.
+  struct stat st{};
+  REQUIRE(::stat((cache + "/v1").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  // Disabled: no lookups, no files.
+  const std::string off = dir + "/off";
+  auto c = probe({"--package", pkg, "load-all", "cache-stats"},
+                 cache_env(off, log, {{"FATPACK_CACHE_DISABLE", "1"}}));
+  CHECK(field(c.out, "load-all", "jit") == 3);
+  CHECK(c.has("cache mode=disabled"));
+  CHECK(files_under(off, ".fpc").empty());
+}
+
+TEST_CASE("16 processes x 200 keys started together: 0 wrong reads, exactly 200 JITs") {
+  const int n = 16, m = 200;
+  const std::string pkg = keys_package("stress", m);
+  const std::string dir = fresh_dir("stress"), log = dir + "/jit.log", cache = dir + "/cache";
+  std::vector<running> kids;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i)
+    // Four groups of four start at the same key (they contend for every key), the groups a quarter
+    // of the keys apart.
+    kids.push_back(start({PROBE_PATH, "--package", pkg, "--rotate", std::to_string((i % 4) * m / 4), "load-all", "cache-stats"},
+                         cache_env(cache, log, {{"FAKECUDA_JIT_DELAY_MS", "3"}})));
+  long wrong = 0, failed = 0, jits = 0, hits = 0, waited = 0;
+  for (auto& k : kids) {
+    auto r = finish(k);
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.status == 0);
+    wrong += field(r.out, "load-all", "wrong");
+    failed += field(r.out, "load-all", "failed");
+    jits += field(r.out, "load-all", "jit");
+    hits += field(r.out, "load-all", "cache");
+    waited += field(r.out, "cache", "waited");
+  }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("16 x 200: " << s << " s, " << jits << " JITs, " << hits << " cache hits, " << waited << " waits for another process");
+  CHECK(wrong == 0);
+  CHECK(failed == 0);
+  CHECK(count_lines(log) == m);  // one JIT per key, machine-wide
+  CHECK(jits == m);
+  CHECK(hits == n * m - m);
+  CHECK(files_under(cache, ".fpc").size() == static_cast<std::size_t>(m));
+  CHECK(files_under(cache, ".tmp").empty());
+  CHECK(waited > 0);  // the single flight was exercised: processes found others compiling their key
+}
+
+TEST_CASE("kill -9 of concurrent writers at random points: every read right or a miss, the cache keeps working") {
+  const int m = 30, per_wave = 8, max_waves = 100;
+  const std::string pkg = keys_package("kill", m);
+  const std::string dir = fresh_dir("kill"), log = dir + "/jit.log", cache = dir + "/cache";
+  std::mt19937 rng(12345);
+  int kills = 0, survivors = 0, waves = 0;
+  // Kill times are uniform in [0, window); the window adapts so that most writers die mid-run
+  // whatever the machine's speed (a writer that finishes first is checked instead).
+  int window_us = 20000;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int w = 0; w < max_waves && kills < 200; ++w, ++waves) {
+    // A new driver version per wave: every key is a new exact key, so each wave writes (and, with
+    // a small bound, evicts and rebuilds) while it is being killed.
+    env_map env = cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", std::to_string(13000 + 10 * (w % 10))},
+                                         {"FATPACK_CACHE_OTHER_DRIVER", "0"},
+                                         {"FATPACK_CACHE_MAXSIZE", "40K"},
+                                         {"FAKECUDA_JIT_DELAY_MS", "1"}});
+    std::vector<running> kids;
+    std::vector<std::chrono::steady_clock::time_point> when;
+    const auto spawned = std::chrono::steady_clock::now();
+    for (int i = 0; i < per_wave; ++i) {
+      kids.push_back(start({PROBE_PATH, "--package", pkg, "--rotate", std::to_string(i * 4), "load-all"}, env));
+      when.push_back(spawned + std::chrono::microseconds(std::uniform_int_distribution<int>(0, window_us)(rng)));
+    }
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      std::this_thread::sleep_until(when[i]);
+      ::kill(kids[i].pid, SIGKILL);
+    }
+    int wave_kills = 0;
+    for (auto& k : kids) {
+      auto r = finish(k);
+      if (r.status == 128 + SIGKILL) {
+        ++kills;
+        ++wave_kills;
+      } else {
+        // Finished before the kill: then it must have been right.
+        ++survivors;
+        INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+        CHECK(r.status == 0);
+        CHECK(field(r.out, "load-all", "wrong") == 0);
+      }
+    }
+    if (wave_kills < per_wave / 2) window_us = std::max(1000, window_us * 2 / 3);
+    else if (wave_kills == per_wave) window_us = std::min(200000, window_us * 3 / 2);
+  }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE("kill -9 loop: " << kills << " kills (" << survivors << " writers finished first) in " << waves << " waves, " << s << " s");
+  CHECK(kills >= 200);
+  // No entry file is damaged: a killed writer leaves at most a temp file (and index accounting
+  // that misses its entry, which is advisory).
+  {
+    auto a = fatpack::detail::cache::admin::open(cache, true);
+    REQUIRE(a.has_value());
+    auto problems = (*a)->verify(false);
+    std::size_t strays = 0;
+    for (const auto& p : problems) {
+      const bool temp = p.problem.find("stray temporary file") != std::string::npos;
+      const bool index = p.file.size() > 9 && p.file.compare(p.file.size() - 9, 9, "/index.v1") == 0;
+      strays += temp;
+      CHECK_MESSAGE((temp || index), p.file << ": " << p.problem);
+    }
+    MESSAGE("after the kills: " << (*a)->stats().entries << " entries, " << strays << " stray temp files");
+    auto rw = fatpack::detail::cache::admin::open(cache, false);
+    REQUIRE(rw.has_value());
+    (*rw)->verify(true);
+    CHECK((*rw)->verify(false).empty());
+  }
+  // Afterwards, without any repair: every driver version's run is right (hits or fresh JITs).
+  for (int v = 0; v < 10; ++v) {
+    auto r = probe({"--package", pkg, "load-all", "cache-stats"},
+                   cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", std::to_string(13000 + 10 * v)},
+                                          {"FATPACK_CACHE_OTHER_DRIVER", "0"}, {"FATPACK_CACHE_MAXSIZE", "40K"}}));
+    CHECK(r.status == 0);
+    CHECK(field(r.out, "load-all", "wrong") == 0);
+    CHECK(field(r.out, "load-all", "ok") == m);
+  }
+  // A second pass of the last version hits.
+  auto again = probe({"--package", pkg, "load-all"},
+                     cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13090"}, {"FATPACK_CACHE_OTHER_DRIVER", "0"},
+                                            {"FATPACK_CACHE_MAXSIZE", "1G"}}));
+  CHECK(field(again.out, "load-all", "cache") == m);
+}
+
+TEST_CASE("an entry built by another driver is used at once and re-JIT-ed in the background") {
+  const std::string pkg = keys_package("stale", 3);
+  const std::string dir = fresh_dir("stale"), log = dir + "/jit.log", cache = dir + "/cache";
+  auto old = probe({"--package", pkg, "load-all"}, cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13000"}}));
+  CHECK(field(old.out, "load-all", "jit") == 3);
+  // A driver update: the old SASS is used (no JIT on the load path), refreshed in the background.
+  auto upd = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"},
+                   cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}}));
+  CHECK(upd.status == 0);
+  CHECK(field(upd.out, "load-all", "cache") == 3);
+  CHECK(field(upd.out, "load-all", "jit") == 0);
+  CHECK(field(upd.out, "cache", "hits_other") == 3);
+  CHECK(field(upd.out, "cache", "refreshes") == 3);
+  CHECK(count_lines(log) == 6);
+  CHECK(files_under(cache, ".fpc").size() == 6);
+  auto next = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}}));
+  CHECK(field(next.out, "cache", "hits_exact") == 3);
+  CHECK(field(next.out, "cache", "hits_other") == 0);
+  CHECK(count_lines(log) == 6);
+  // The driver build string is part of the identity (same cuDriverGetVersion, new kernel module).
+  const std::string ver = dir + "/version";
+  write_file(ver, std::vector<std::uint8_t>{});
+  {
+    std::string text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct 10 2026\n";
+    write_file(ver, std::vector<std::uint8_t>(text.begin(), text.end()));
+  }
+  auto build = probe({"--package", pkg, "load-all", "cache-stats"},
+                     cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}, {"FATPACK_DRIVER_VERSION_FILE", ver},
+                                            {"FATPACK_CACHE_OTHER_DRIVER", "0"}}));
+  CHECK(field(build.out, "cache", "hits_exact") == 0);
+  CHECK(field(build.out, "load-all", "jit") == 3);
+  CHECK(count_lines(log) == 9);
+}
+
+TEST_CASE("size bound: LRU eviction keeps the directory under FATPACK_CACHE_MAXSIZE") {
+  const int m = 60;
+  const std::string pkg = keys_package("evict", m);
+  const std::string dir = fresh_dir("evict"), log = dir + "/jit.log", cache = dir + "/cache";
+  const std::uint64_t bound = 16 * 1024;
+  auto r = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log, {{"FATPACK_CACHE_MAXSIZE", "16K"}}));
+  CHECK(r.status == 0);
+  auto files = files_under(cache, ".fpc");
+  std::uint64_t bytes = bytes_of(files);
+  const std::uint64_t one = files.empty() ? 0 : bytes / files.size();
+  MESSAGE("eviction: " << files.size() << " entries, " << bytes << " bytes kept of " << m << " stored (bound " << bound << ")");
+  CHECK(field(r.out, "cache", "evictions") > 0);
+  CHECK(bytes <= bound + one);
+  CHECK(files.size() < static_cast<std::size_t>(m));
+  // The most recently stored keys survived: loading the last ones again hits.
+  auto again = probe({"--package", pkg, "--rotate", std::to_string(m - 5), "load-all"}, cache_env(cache, log, {{"FATPACK_CACHE_MAXSIZE", "16K"}}));
+  CHECK(again.status == 0);
+}
+
+TEST_CASE("prebuilt read-only layers are searched first and never written") {
+  const std::string pkg = keys_package("layers", 4);
+  const std::string dir = fresh_dir("layers"), log = dir + "/jit.log";
+  const std::string pre = dir + "/pre", user = dir + "/user", user2 = dir + "/user2";
+  auto build = probe({"--package", pkg, "load-all"}, cache_env(pre, log));
+  CHECK(field(build.out, "load-all", "jit") == 4);
+  REQUIRE(std::system(("chmod -R a-w '" + pre + "'").c_str()) == 0);  // as shipped: read-only
+  auto use = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(user, log, {{"FATPACK_CACHE_PREBUILT_PATH", "/nonexistent:" + pre}}));
+  CHECK(use.status == 0);
+  CHECK(field(use.out, "load-all", "cache") == 4);
+  CHECK(field(use.out, "cache", "prebuilt") == 1);
+  CHECK(count_lines(log) == 4);
+  CHECK(files_under(user, ".fpc").empty());
+  // Through the API.
+  auto api = probe({"--prebuilt", pre, "--package", pkg, "load-all"}, cache_env(user2, log));
+  CHECK(field(api.out, "load-all", "cache") == 4);
+  // A prebuilt layer writable by others is refused (with a reason).
+  const std::string bad = dir + "/bad";
+  REQUIRE(std::system(("cp -r '" + pre + "' '" + bad + "' && chmod -R u+w '" + bad + "' && chmod 777 '" + bad + "'").c_str()) == 0);
+  auto refused = probe({"--prebuilt", bad, "--package", pkg, "load-all"}, cache_env(dir + "/user3", log));
+  CHECK(refused.has("prebuilt error=invalid_argument"));
+  CHECK(refused.has("writable by group or others"));
+  CHECK(field(refused.out, "load-all", "ok") == 4);
+  REQUIRE(std::system(("chmod -R u+w '" + pre + "'").c_str()) == 0);
+}
+
+TEST_CASE("FATPACK_CACHE_READONLY: hits served, nothing written") {
+  const std::string pkg = keys_package("ro", 3);
+  const std::string dir = fresh_dir("ro"), log = dir + "/jit.log", cache = dir + "/cache";
+  probe({"--package", pkg, "--rotate", "1", "load-all"}, cache_env(cache, log));
+  REQUIRE(files_under(cache, ".fpc").size() == 3);
+  const std::string pkg2 = keys_package("ro2", 2);
+  auto r = probe({"--package", pkg, "--package", pkg2, "load-all", "cache-stats"},
+                 cache_env(cache, log, {{"FATPACK_CACHE_READONLY", "1"}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("cache mode=read-only"));
+  CHECK(field(r.out, "cache", "hits_exact") == 3);
+  CHECK(field(r.out, "load-all", "jit") == 2);
+  CHECK(files_under(cache, ".fpc").size() == 3);
+}
+
+TEST_CASE("security: world-writable or foreign-owned cache directories are refused, loads still work") {
+  const std::string pkg = keys_package("sec", 2);
+  const std::string dir = fresh_dir("sec"), log = dir + "/jit.log";
+  const std::string open_dir = dir + "/open";
+  REQUIRE(std::system(("mkdir -p '" + open_dir + "' && chmod 777 '" + open_dir + "'").c_str()) == 0);
+  auto r = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(open_dir, log, {{"FATPACK_LOG", "warn"}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("cache mode=memory-only"));
+  CHECK(r.err_has("writable by group or others"));
+  CHECK(files_under(open_dir, ".fpc").empty());
+  if (geteuid() == 0) {
+    const std::string foreign = dir + "/foreign";
+    REQUIRE(std::system(("mkdir -p '" + foreign + "' && chown 65534:65534 '" + foreign + "' && chmod 700 '" + foreign + "'").c_str()) == 0);
+    auto f = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(foreign, log, {{"FATPACK_LOG", "warn"}}));
+    CHECK(f.status == 0);
+    CHECK(f.has("cache mode=memory-only"));
+    CHECK(f.err_has("owned by uid 65534"));
+  } else {
+    MESSAGE("foreign-owned case needs root to chown (the seam covers it in cache_unit)");
+  }
+}
+
+TEST_CASE("permissions as an unprivileged user: unwritable and read-only directories degrade to read-only") {
+  if (geteuid() != 0) {
+    MESSAGE("SKIPPED: not root, cannot drop to an unprivileged uid (the seam covers EACCES/EROFS in cache_unit)");
+    return;
+  }
+  const int nobody = 65534;
+  const std::string pkg = keys_package("perm", 2);
+  // Everything the child needs must be reachable by it.
+  const std::string dir = "/tmp/fatpack-cache-perm-" + std::to_string(getpid());
+  REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "' && chmod 755 '" + dir + "' && cp '" + pkg + "' '" + dir +
+                       "/p.fpk' && chmod 644 '" + dir + "/p.fpk' && touch '" + dir + "/jit.log' && chmod 666 '" + dir + "/jit.log'")
+                          .c_str()) == 0);
+  const std::string log = dir + "/jit.log", cache = dir + "/cache";
+  REQUIRE(std::system(("mkdir -p '" + cache + "' && chown 65534:65534 '" + cache + "' && chmod 700 '" + cache + "'").c_str()) == 0);
+  auto fill = run_as(nobody, {"--package", dir + "/p.fpk", "load-all", "cache-stats"}, cache_env(cache, log));
+  if (fill.status == 126 || fill.status == 127) {
+    MESSAGE("SKIPPED: cannot run the probe as uid 65534 (status " << fill.status << ")");
+    return;
+  }
+  CHECK(fill.status == 0);
+  CHECK(fill.has("cache mode=read-write"));
+  CHECK(field(fill.out, "load-all", "jit") == 2);
+  // Unwritable now (the owner took away its own write permission): hits still served, nothing written,
+  // one warning.
+  REQUIRE(std::system(("chmod -R u-w '" + cache + "/v1'").c_str()) == 0);
+  const std::string pkg2 = keys_package("perm2", 1);
+  REQUIRE(std::system(("cp '" + pkg2 + "' '" + dir + "/p2.fpk' && chmod 644 '" + dir + "/p2.fpk'").c_str()) == 0);
+  auto ro = run_as(nobody, {"--package", dir + "/p.fpk", "--package", dir + "/p2.fpk", "load-all", "cache-stats"},
+                   cache_env(cache, log, {{"FATPACK_LOG", "warn"}}));
+  CHECK(ro.status == 0);
+  CHECK(ro.has("cache mode=read-only"));
+  CHECK(ro.err_has("not writable"));
+  CHECK(field(ro.out, "cache", "hits_exact") == 2);
+  CHECK(field(ro.out, "load-all", "jit") == 1);
+  // A cache directory that cannot even be created: memory-only.
+  REQUIRE(std::system(("chmod 555 '" + dir + "'").c_str()) == 0);
+  auto none = run_as(nobody, {"--package", dir + "/p.fpk", "load-all", "cache-stats"},
+                     cache_env(dir + "/nope/cache", log, {{"FATPACK_LOG", "warn"}}));
+  CHECK(none.status == 0);
+  CHECK(none.has("cache mode=memory-only"));
+  CHECK(none.err_has("cannot create the cache directory"));
+  std::system(("chmod -R u+w '" + dir + "' ; rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("setuid: a setuid program run by another user uses no disk cache") {
+  if (geteuid() != 0) {
+    MESSAGE("SKIPPED: needs root to make a setuid copy of the probe (the seam covers it in cache_unit)");
+    return;
+  }
+  const std::string pkg = keys_package("suid", 1);
+  const std::string dir = "/tmp/fatpack-cache-suid-" + std::to_string(getpid());
+  REQUIRE(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "' && chmod 755 '" + dir + "' && cp '" + PROBE_PATH + "' '" +
+                       dir + "/probe' && chmod 4755 '" + dir + "/probe' && cp '" + pkg + "' '" + dir + "/p.fpk' && chmod 644 '" +
+                       dir + "/p.fpk'").c_str()) == 0);
+  struct statvfs vfs{};
+  const bool nosuid = ::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOSUID) != 0;
+  auto r = finish(start({dir + "/probe", "--package", dir + "/p.fpk", "load-all", "cache-stats"},
+                        fake_env({{"FATPACK_CACHE_PATH", dir + "/cache"}, {"FATPACK_LOG", "warn"}}), 65534));
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  if (r.status == 126 || r.status == 127) {
+    MESSAGE("SKIPPED: cannot run as uid 65534");
+  } else if (nosuid) {
+    MESSAGE("SKIPPED: " << dir << " is on a file system mounted nosuid");
+  } else {
+    CHECK(r.status == 0);
+    CHECK(r.has("cache mode=memory-only"));
+    CHECK(r.err_has("setuid/setgid process: the JIT cache is disabled"));
+    CHECK(field(r.out, "load-all", "ok") == 1);
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("full disk (a 64 KiB tmpfs): loads succeed, one warning, the cache turns read-only") {
+  const int m = 80;
+  const std::string pkg = keys_package("full", m);
+  const std::string dir = fresh_dir("full"), log = dir + "/jit.log", mnt = dir + "/mnt";
+  REQUIRE(std::system(("mkdir -p '" + mnt + "'").c_str()) == 0);
+  if (::access("/usr/bin/unshare", X_OK) != 0) {
+    MESSAGE("SKIPPED: no /usr/bin/unshare (util-linux); the seam covers ENOSPC/EDQUOT in cache_unit");
+    return;
+  }
+  std::string inner = std::string(PROBE_PATH) + " --package '" + pkg + "' load-all cache-stats";
+  auto r = run_child({"/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                      "mount -t tmpfs -o size=64k tmpfs '" + mnt + "' || exit 77; exec " + inner},
+                     cache_env(mnt + "/cache", log, {{"FATPACK_LOG", "warn"}}));
+  if (r.status == 77 || r.err_has("unshare failed") || r.err_has("Operation not permitted")) {
+    MESSAGE("SKIPPED: unshare -m / mount tmpfs not permitted here (the seam covers ENOSPC/EDQUOT in cache_unit): " << r.err);
+    return;
+  }
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.status == 0);
+  CHECK(field(r.out, "load-all", "ok") == m);
+  CHECK(field(r.out, "load-all", "wrong") == 0);
+  CHECK(r.has("cache mode=read-only"));
+  CHECK(r.err_has("the disk is full"));
+  std::size_t warnings = 0;
+  for (std::size_t p = r.err.find("disk is full"); p != std::string::npos; p = r.err.find("disk is full", p + 1)) ++warnings;
+  CHECK(warnings == 1);
+  CHECK(field(r.out, "cache", "stores") > 0);
+  CHECK(field(r.out, "cache", "stores") < m);
+}
+
+// GPU (ctest cache_gpu, label gpu; exits 77 without a GPU): the real driver's cuLink output through
+// the cache. A package without SASS for the GPU: the first process JITs, the second one hits.
+TEST_CASE("gpu: first process JITs the PTX, the second process loads it from the cache") {
+  auto dev = probe({"devices"}, {{"CUDA_CACHE_DISABLE", "1"}, {"FATPACK_CACHE_DISABLE", "1"}});
+  if (dev.status != 0) {
+    std::printf("SKIPPED: no CUDA driver/GPU: %s\n", dev.out.c_str());
+    std::fflush(stdout);
+    std::_Exit(77);
+  }
+  const std::string pkg = keys_package("gpu", 4);
+  const std::string dir = fresh_dir("gpu"), cache = dir + "/cache";
+  env_map env{{"FATPACK_CACHE_PATH", cache}, {"CUDA_CACHE_DISABLE", "1"}};
+  auto first = probe({"--package", pkg, "load-all", "cache-stats"}, env);
+  CHECK(first.status == 0);
+  CHECK(field(first.out, "load-all", "jit") == 4);
+  CHECK(field(first.out, "cache", "stores") == 4);
+  auto second = probe({"--package", pkg, "load-all", "cache-stats"}, env);
+  CHECK(second.status == 0);
+  CHECK(field(second.out, "load-all", "cache") == 4);
+  CHECK(field(second.out, "cache", "hits_exact") == 4);
+  CHECK(field(second.out, "cache", "jits") == 0);
+  MESSAGE("GPU: " << first.out << second.out);
+}

@@ -1,0 +1,785 @@
+// The JIT cache's pieces in one process: keys, the entry format under corruption, the index under
+// damage, locks, eviction order, every fault through the file-system seam (ENOSPC, EDQUOT, EROFS,
+// EACCES, EIO, ENOLCK, NFS, setuid, foreign owner), the admin API, and warm with CU_JIT_TARGET.
+#include "cache/admin_internal.hpp"
+#include "cache/config.hpp"
+#include "cache/directory.hpp"
+#include "cache/disk_cache.hpp"
+#include "cache/entry.hpp"
+#include "cache/eviction.hpp"
+#include "cache/fs.hpp"
+#include "cache/key.hpp"
+#include "cache/locks.hpp"
+#include "cache/stats.hpp"
+#include "cache/store.hpp"
+
+#include "../runtime/test_support.hpp"
+
+#include "fatpack/fatpack.hpp"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+using namespace fatpack::detail;
+using namespace fatpack::detail::cache;
+using fatpack_test::artifact;
+using fatpack_test::read_file;
+using fatpack_test::temp_dir;
+
+namespace {
+
+// Before anything loads the driver (warm test): the fake, with two devices.
+const bool g_env = [] {
+  setenv("FATPACK_LIBCUDA", FAKECUDA_PATH, 1);
+  setenv("FAKECUDA_DEVICES", "90", 1);
+  setenv("FATPACK_CACHE_DISABLE", "1", 1);  // the runtime's own default cache stays out of the way
+  unsetenv("FATPACK_DRIVER_VERSION_FILE");
+  return true;
+}();
+
+std::string fresh(const std::string& name) {
+  std::string d = temp_dir() + "/" + name;
+  REQUIRE(std::system(("rm -rf '" + d + "' && mkdir -p '" + d + "' && chmod 700 '" + d + "'").c_str()) == 0);
+  return d;
+}
+
+jit_key key_for(std::uint64_t ptx_hash, std::uint32_t arch = 90, int driver = 13000) {
+  jit_key k;
+  k.ptx_xxh3 = ptx_hash;
+  k.ptx_size = 1000 + ptx_hash % 100;
+  k.ptx_target = fatpack::core::target::parse("compute_80").value();
+  k.ptx_isa = fatpack::core::ptx_isa{9, 0};
+  k.target_arch = arch;
+  k.options = "-O3";
+  k.driver_version = driver;
+  return k;
+}
+
+const std::vector<std::uint8_t>& cubin90() {
+  static const auto c = read_file(artifact("vadd.sm_90.cubin"));
+  return c;
+}
+
+// Records warnings.
+struct log_capture {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  log_capture() {
+    fatpack::set_log_level(fatpack::log_level::warn);
+    fatpack::set_log_callback([this](fatpack::log_level, std::string_view l) {
+      std::lock_guard<std::mutex> g(mu);
+      lines.emplace_back(l);
+    });
+  }
+  ~log_capture() {
+    fatpack::set_log_callback(nullptr);
+    fatpack::set_log_level(fatpack::log_level::off);
+  }
+  std::size_t count(const std::string& s) {
+    std::lock_guard<std::mutex> g(mu);
+    std::size_t n = 0;
+    for (const auto& l : lines) n += l.find(s) != std::string::npos;
+    return n;
+  }
+};
+
+// The seam with injected faults: `fail[op]` = errno for every call of that operation.
+class faulty_fs final : public fs {
+ public:
+  std::map<std::string, int> fail;
+  bool network = false, privileged = false;
+  std::uint32_t fake_euid = 0xFFFFFFFF;  // otherwise the real one
+  fs& real = posix_fs();
+
+  faulty_fs() { set_fs_for_testing(this); }
+  ~faulty_fs() override { set_fs_for_testing(nullptr); }
+  int f(const char* op) {
+    auto it = fail.find(op);
+    return it == fail.end() ? 0 : it->second;
+  }
+  int open(const std::string& p, open_mode m, int& fd) override {
+    if (int e = f(m == open_mode::read ? "open_read" : m == open_mode::create_new ? "open_new" : "open_rw")) return e;
+    return real.open(p, m, fd);
+  }
+  void close(int fd) override { real.close(fd); }
+  int pread(int fd, void* b, std::size_t n, std::uint64_t o, std::size_t& got) override {
+    if (int e = f("pread")) return e;
+    return real.pread(fd, b, n, o, got);
+  }
+  int pwrite(int fd, const void* b, std::size_t n, std::uint64_t o) override {
+    if (int e = f("pwrite")) return e;
+    return real.pwrite(fd, b, n, o);
+  }
+  int allocate(int fd, std::uint64_t n) override {
+    if (int e = f("allocate")) return e;
+    return real.allocate(fd, n);
+  }
+  int fstat(int fd, file_stat& st) override { return real.fstat(fd, st); }
+  int stat(const std::string& p, file_stat& st) override { return real.stat(p, st); }
+  int mkdir(const std::string& p, std::uint32_t m) override {
+    if (int e = f("mkdir")) return e;
+    return real.mkdir(p, m);
+  }
+  int chmod(const std::string& p, std::uint32_t m) override { return real.chmod(p, m); }
+  int rename(const std::string& a, const std::string& b) override {
+    if (int e = f("rename")) return e;
+    return real.rename(a, b);
+  }
+  int unlink(const std::string& p) override { return real.unlink(p); }
+  int rmdir(const std::string& p) override { return real.rmdir(p); }
+  int list_dir(const std::string& p, std::vector<std::string>& n) override { return real.list_dir(p, n); }
+  int try_flock(int fd) override { return real.try_flock(fd); }
+  int try_byte_lock(int fd, std::uint64_t o) override {
+    if (int e = f("byte_lock")) return e;
+    return real.try_byte_lock(fd, o);
+  }
+  int byte_unlock(int fd, std::uint64_t o) override { return real.byte_unlock(fd, o); }
+  bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
+  std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
+  std::string passwd_home() override { return real.passwd_home(); }
+  bool privileged_exec() override { return privileged; }
+  std::int64_t now_unix_s() override { return real.now_unix_s(); }
+  std::int64_t now_unix_ns() override { return real.now_unix_ns(); }
+  int pid() override { return real.pid(); }
+};
+
+bool exists(const std::string& path) {
+  file_stat st;
+  return posix_fs().stat(path, st) == 0;
+}
+
+config cfg_for(const std::string& dir) {
+  config c;
+  c.path = dir;
+  c.max_bytes = 1ull << 30;
+  c.lock_wait_ms = 2000;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("keys: every code-key field changes the key; the driver tier is separate") {
+  const jit_key a = key_for(0x1234);
+  const full_key ka = make_full_key(a);
+  auto differs = [&](auto mutate) {
+    jit_key b = a;
+    mutate(b);
+    return make_code_key(b).hash != ka.code.hash;
+  };
+  CHECK(differs([](jit_key& k) { k.ptx_xxh3 ^= 1; }));
+  CHECK(differs([](jit_key& k) { k.ptx_size += 1; }));
+  CHECK(differs([](jit_key& k) { k.target_arch = 86; }));
+  CHECK(differs([](jit_key& k) { k.target_variant = fatpack::core::arch_variant::arch_specific; }));
+  CHECK(differs([](jit_key& k) { k.options = "-O2"; }));
+  CHECK(differs([](jit_key& k) { k.backend = "nvjitlink-13.0"; }));
+  CHECK(differs([](jit_key& k) { k.ptx_isa = fatpack::core::ptx_isa{8, 8}; }));
+  CHECK_FALSE(differs([](jit_key& k) { k.driver_version = 13010; }));  // second tier
+  CHECK(make_full_key(key_for(0x1234, 90, 13010)).driver.hash != ka.driver.hash);
+  CHECK(make_driver_id(13000, "580.159.04").hash != make_driver_id(13000, "580.95.05").hash);
+  CHECK(make_driver_id(13000, "").text == "13000");
+  CHECK(ka.code.text.rfind("v1|culink|", 0) == 0);
+  CHECK(parse_driver_build("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct 10 2026\nGCC version") ==
+        "580.159.04");
+  CHECK(parse_driver_build("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build") == "580.95.05");
+  CHECK(parse_driver_build("garbage").empty());
+  std::array<std::uint8_t, 16> c{};
+  std::uint64_t d = 0;
+  CHECK(parse_file_name(ka.file_name(), c, d));
+  CHECK(c == ka.code.hash);
+  CHECK(d == ka.driver.hash);
+  CHECK_FALSE(parse_file_name("." + ka.file_name() + ".1.2.tmp", c, d));
+  std::uint64_t sz = 0;
+  CHECK(parse_size("256M", sz));
+  CHECK(sz == 256ull << 20);
+  CHECK(parse_size("2GiB", sz));
+  CHECK(sz == 2ull << 30);
+  CHECK_FALSE(parse_size("lots", sz));
+}
+
+TEST_CASE("entries: round trip; every header bit flip, truncation and payload damage is refused") {
+  const full_key k = make_full_key(key_for(0x77));
+  std::string why;
+  auto enc = encode_entry(k, fatpack::core::byte_span(cubin90()), 1, why);
+  REQUIRE_MESSAGE(enc.has_value(), why);
+  MESSAGE("entry of a " << cubin90().size() << "-byte cubin: " << enc->size() << " bytes ("
+                        << double(enc->size()) / double(cubin90().size()) << " per cubin byte)");
+  CHECK(enc->size() < cubin90().size());
+  const expected_key want{&k.code, &k.driver, 90};
+  entry_header h;
+  std::string drv, problem;
+  auto dec = decode_entry(fatpack::core::byte_span(*enc), want, h, drv, problem);
+  REQUIRE_MESSAGE(dec.has_value(), problem);
+  CHECK(*dec == cubin90());
+  CHECK(sm_arch(h.sm) == 90);
+
+  std::size_t refused = 0, total = 0;
+  auto never_wrong = [&](const std::vector<std::uint8_t>& bytes) {
+    ++total;
+    entry_header hh;
+    std::string d2, p2;
+    auto r = decode_entry(fatpack::core::byte_span(bytes), want, hh, d2, p2);
+    if (!r) {
+      ++refused;
+      return;
+    }
+    CHECK(*r == cubin90());  // anything accepted must be the exact bytes
+  };
+  // Every bit of the header and of the key texts.
+  const std::size_t texts_end = entry_header_size + k.code.text.size() + k.driver.text.size();
+  for (std::size_t bit = 0; bit < texts_end * 8; ++bit) {
+    auto b = *enc;
+    b[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    never_wrong(b);
+  }
+  CHECK(refused == total);  // reserved header bytes are covered by the header checksum
+  // Payload: 2000 random single-bit flips and 200 random multi-byte smears.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    auto b = *enc;
+    std::size_t bit = std::uniform_int_distribution<std::size_t>(texts_end * 8, b.size() * 8 - 1)(rng);
+    b[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    never_wrong(b);
+  }
+  for (int i = 0; i < 200; ++i) {
+    auto b = *enc;
+    std::size_t at = std::uniform_int_distribution<std::size_t>(0, b.size() - 8)(rng);
+    for (int j = 0; j < 8; ++j) b[at + j] = static_cast<std::uint8_t>(rng());
+    never_wrong(b);
+  }
+  // Every truncation, trailing garbage, empty and zero-filled files.
+  for (std::size_t n = 0; n < enc->size(); ++n) never_wrong(std::vector<std::uint8_t>(enc->begin(), enc->begin() + n));
+  auto longer = *enc;
+  longer.push_back(0);
+  never_wrong(longer);
+  never_wrong(std::vector<std::uint8_t>(enc->size(), 0));
+  CHECK(refused == total);
+  // A valid entry asked for under another key, or another driver, or another SM.
+  const full_key other = make_full_key(key_for(0x78));
+  const expected_key want_other{&other.code, &other.driver, 90};
+  CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), want_other, h, drv, problem).has_value());
+  CHECK(problem.find("another key") != std::string::npos);
+  const full_key newer = make_full_key(key_for(0x77, 90, 13010));
+  const expected_key want_newer{&newer.code, &newer.driver, 90};
+  CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), want_newer, h, drv, problem).has_value());
+  const expected_key any_driver{&newer.code, nullptr, 90};
+  CHECK(decode_entry(fatpack::core::byte_span(*enc), any_driver, h, drv, problem).has_value());  // other-driver hit
+  const expected_key wrong_sm{&k.code, &k.driver, 86};
+  CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), wrong_sm, h, drv, problem).has_value());
+  // Not a cubin: not cached.
+  std::vector<std::uint8_t> junk(1000, 0x41);
+  CHECK_FALSE(encode_entry(k, fatpack::core::byte_span(junk), 1, why).has_value());
+}
+
+TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlink: never served, removed") {
+  const std::string root = fresh("wrongname");
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  const full_key a = make_full_key(key_for(1)), b = make_full_key(key_for(2));
+  std::string why;
+  REQUIRE(d->write(a, fatpack::core::byte_span(cubin90()), why) == 0);
+  REQUIRE(d->read_exact(a, 90).has_value());
+  // Copy a's (valid, checksummed) file to b's name.
+  REQUIRE(std::system(("mkdir -p '" + d->fanout_dir(b.code.hash) + "' && cp '" + d->entry_path(a) + "' '" + d->entry_path(b) + "'").c_str()) == 0);
+  const auto rejected0 = stats().rejected.load();
+  CHECK_FALSE(d->read_exact(b, 90).has_value());
+  CHECK(stats().rejected.load() == rejected0 + 1);
+  CHECK_FALSE(exists(d->entry_path(b)));  // quarantined
+  CHECK_FALSE(d->read_other_driver(b, 90, why).has_value());
+  // Truncated.
+  REQUIRE(::truncate(d->entry_path(a).c_str(), 100) == 0);
+  CHECK_FALSE(d->read_exact(a, 90).has_value());
+  CHECK_FALSE(exists(d->entry_path(a)));
+  // A symlink planted in its place (O_NOFOLLOW).
+  REQUIRE(d->write(a, fatpack::core::byte_span(cubin90()), why) == 0);
+  REQUIRE(std::system(("mv '" + d->entry_path(a) + "' '" + root + "/elsewhere' && ln -s '" + root + "/elsewhere' '" +
+                       d->entry_path(a) + "'").c_str()) == 0);
+  CHECK_FALSE(d->read_exact(a, 90).has_value());
+  // And the cache keeps working: a fresh store serves again.
+  REQUIRE(d->write(a, fatpack::core::byte_span(cubin90()), why) == 0);
+  CHECK(d->read_exact(a, 90).has_value());
+}
+
+TEST_CASE("index: damaged, missing or garbage -> rebuilt from the entries; lookups never depend on it") {
+  const std::string root = fresh("index");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  std::string why;
+  std::vector<full_key> keys;
+  for (int i = 0; i < 20; ++i) {
+    keys.push_back(make_full_key(key_for(100 + i)));
+    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  auto idx = d->index();
+  REQUIRE(idx);
+  const std::uint64_t total = idx->total_bytes();
+  CHECK(idx->live() == 20);
+  CHECK(total > 0);
+  CHECK(idx->file_bytes() == index_header_bytes + std::uint64_t(default_index_capacity) * index_slot_bytes);
+  const std::string path = d->dir() + "/index.v1";
+  // Garbage over the header (another process's view: a fresh cache_dir).
+  {
+    FILE* f = std::fopen(path.c_str(), "r+b");
+    REQUIRE(f);
+    std::vector<char> junk(512, 'x');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  auto d2 = cache_dir::open(root, true, 1ull << 30, "user", false);
+  auto idx2 = d2->index();
+  REQUIRE(idx2);
+  CHECK(idx2->live() == 20);
+  CHECK(idx2->total_bytes() == total);
+  for (const auto& k : keys) CHECK(d2->read_exact(k, 90).has_value());
+  // Garbage in the slots: readers skip them; entries are still served.
+  {
+    FILE* f = std::fopen(path.c_str(), "r+b");
+    REQUIRE(f);
+    std::fseek(f, static_cast<long>(index_header_bytes), SEEK_SET);
+    std::vector<char> junk(index_slot_bytes * 4096, 0x5a);
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  auto d3 = cache_dir::open(root, true, 1ull << 30, "user", false);
+  for (const auto& k : keys) CHECK(d3->read_exact(k, 90).has_value());
+  CHECK(d3->index()->damaged_slots() > 0);
+  // Truncated index file (shorter than its capacity says): not mapped, rebuilt.
+  REQUIRE(::truncate(path.c_str(), 10000) == 0);
+  auto d4 = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d4->index());
+  CHECK(d4->index()->live() == 20);
+  // Missing: rebuilt.
+  auto stale = d4->index();
+  REQUIRE(::unlink(path.c_str()) == 0);
+  auto d5 = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d5->index());
+  CHECK(d5->index()->live() == 20);
+  // A process still mapping the deleted file notices at its next index update and uses the new one.
+  const full_key extra = make_full_key(key_for(999));
+  REQUIRE(d4->write(extra, fatpack::core::byte_span(cubin90()), why) == 0);
+  CHECK(d4->index() != stale);
+  CHECK(d5->index()->live() == 21);
+  CHECK(stale->live() == 20);
+  // Read-only without an index: other-driver lookups list the one fan-out directory instead.
+  REQUIRE(::unlink(path.c_str()) == 0);
+  auto ro = cache_dir::open(root, false, 0, "ro", false);
+  REQUIRE(::unlink(d->entry_path(extra).c_str()) == 0);
+  CHECK(ro->index() == nullptr);
+  const full_key newer = make_full_key(key_for(100, 90, 13010));
+  std::string from;
+  CHECK(ro->read_other_driver(newer, 90, from).has_value());
+  CHECK(from == "13000");
+}
+
+TEST_CASE("index: a full table grows into a new file; capacity stays a power of two") {
+  const std::string root = fresh("grow");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  const std::string path = root + "/v1/index.v1";
+  std::vector<index_slot> none;
+  REQUIRE(index_file::create(path, none, 64, 0) == 0);  // a tiny index: grows after ~44 entries
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d->index()->capacity() == 64);
+  std::string why;
+  for (int i = 0; i < 60; ++i) REQUIRE(d->write(make_full_key(key_for(5000 + i)), fatpack::core::byte_span(cubin90()), why) == 0);
+  auto idx = d->index();
+  CHECK(idx->capacity() >= 128);
+  CHECK(idx->live() == 60);
+}
+
+TEST_CASE("locks: the per-key lock excludes threads of one process; waits are bounded; ready ends a wait") {
+  const std::string root = fresh("locks");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  const std::string lf = root + "/v1/inflight.lock";
+  key_lock::outcome o;
+  std::string why;
+  auto held = key_lock::acquire(lf, 42, 100, nullptr, o, why);
+  REQUIRE(o == key_lock::outcome::acquired);
+  CHECK(key_lock::try_acquire(lf, 42) == nullptr);  // same process, other thread or not: excluded
+  CHECK(key_lock::try_acquire(lf, 43) != nullptr);  // another key is free
+  auto t0 = std::chrono::steady_clock::now();
+  auto timed = key_lock::acquire(lf, 42, 150, nullptr, o, why);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(o == key_lock::outcome::timed_out);
+  CHECK(ms >= 140);
+  CHECK(ms < 1500);
+  int polls = 0;
+  auto ready = key_lock::acquire(lf, 42, 5000, [&] { return ++polls == 3; }, o, why);
+  CHECK(o == key_lock::outcome::ready);
+  std::thread th([&] {
+    key_lock::outcome o2;
+    std::string w2;
+    auto l = key_lock::acquire(lf, 42, 5000, nullptr, o2, w2);
+    CHECK(o2 == key_lock::outcome::acquired_after_wait);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  held.reset();  // the waiting thread gets it
+  th.join();
+  // dir_lock: the in-process mutex keeps a second thread out even though fcntl locks would not.
+  auto dl = dir_lock::get(root + "/v1/index.lock", why);
+  REQUIRE(dl);
+  REQUIRE(dl->lock(why));
+  bool other = true;
+  std::thread t2([&] { other = dl->try_lock(); });
+  t2.join();
+  CHECK_FALSE(other);
+  dl->unlock();
+  CHECK(dir_lock::get(root + "/v1/index.lock", why) == dl);  // one object per file per process
+}
+
+TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp files cleaned") {
+  const std::string root = fresh("lru");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  std::string why;
+  std::vector<full_key> keys;
+  for (int i = 0; i < 10; ++i) {
+    keys.push_back(make_full_key(key_for(200 + i)));
+    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  // Use the oldest two again: they become the most recent.
+  REQUIRE(d->read_exact(keys[0], 90));
+  REQUIRE(d->read_exact(keys[1], 90));
+  const std::uint64_t one = d->index()->total_bytes() / 10;
+  evict_result r = evict_to(*d, one * 5, true);
+  CHECK(r.removed == 5);
+  CHECK(d->index()->total_bytes() <= one * 5);
+  CHECK(d->read_exact(keys[0], 90).has_value());
+  CHECK(d->read_exact(keys[1], 90).has_value());
+  for (int i = 2; i < 7; ++i) CHECK_FALSE(d->read_exact(keys[static_cast<std::size_t>(i)], 90).has_value());
+  for (int i = 7; i < 10; ++i) CHECK(d->read_exact(keys[static_cast<std::size_t>(i)], 90).has_value());
+  // A busy key (its lock held) is skipped.
+  key_lock::outcome o;
+  auto busy = key_lock::acquire(d->inflight_lock_path(), cache_dir::lock_hash(keys[9]), 10, nullptr, o, why);
+  evict_to(*d, 0, true);
+  CHECK(d->read_exact(keys[9], 90).has_value());
+  busy.reset();
+  // Stray temp files: one whose writer is gone (old), one whose writer is alive (flock held).
+  const std::string fan = d->fanout_dir(keys[9].code.hash);
+  const std::string dead = fan + "/.x.fpc.1.1.tmp", alive = fan + "/.y.fpc.1.2.tmp";
+  REQUIRE(std::system(("touch -d '2 hours ago' '" + dead + "' '" + alive + "'").c_str()) == 0);
+  int fd = ::open(alive.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(posix_fs().try_flock(fd) == 0);
+  CHECK(clean_temp_files(*d, 24 * 3600) == 1);
+  CHECK_FALSE(exists(dead));
+  CHECK(exists(alive));
+  ::close(fd);
+  CHECK(clean_temp_files(*d, 24 * 3600) == 1);
+}
+
+TEST_CASE("faults through the seam: full disk and quota degrade to read-only with one warning") {
+  for (const char* op : {"allocate", "pwrite"}) {
+    for (int err : {ENOSPC, EDQUOT}) {
+      CAPTURE(op);
+      CAPTURE(err);
+      const std::string root = fresh("full");
+      auto c = disk_cache::create(cfg_for(root));
+      REQUIRE(std::string(c->mode()) == "read-write");
+      c->store(key_for(1), fatpack::core::byte_span(cubin90()));  // one good entry first
+      REQUIRE(c->find(key_for(1), false).has_value());
+      log_capture logs;
+      faulty_fs ffs;
+      ffs.fail[op] = err;
+      for (int i = 2; i < 6; ++i) c->store(key_for(static_cast<std::uint64_t>(i)), fatpack::core::byte_span(cubin90()));
+      CHECK(std::string(c->mode()) == "read-only");
+      CHECK(logs.count("disk is full") == 1);
+      ffs.fail.clear();
+      CHECK(c->find(key_for(1), false).has_value());  // reads still served
+      CHECK_FALSE(c->find(key_for(2), false).has_value());
+      CHECK(c->begin_compile(key_for(7)) == nullptr);  // read-only: no locks
+      // No temp file left behind.
+      auto d = cache_dir::open(root, false, 0, "x", false);
+      for (const auto& it : d->scan()) CHECK_FALSE(it.temp);
+    }
+  }
+}
+
+TEST_CASE("faults through the seam: read-only and unwritable directories, I/O errors, lock errors") {
+  {
+    const std::string root = fresh("erofs");
+    auto pre = disk_cache::create(cfg_for(root));
+    pre->store(key_for(1), fatpack::core::byte_span(cubin90()));
+    for (int err : {EROFS, EACCES}) {
+      log_capture logs;
+      faulty_fs ffs;
+      ffs.fail["open_rw"] = err;
+      ffs.fail["mkdir"] = err;
+      ffs.fail["open_new"] = err;
+      auto c = disk_cache::create(cfg_for(root));
+      CHECK(std::string(c->mode()) == "read-only");
+      CHECK(logs.count("not writable") == 1);
+      CHECK(c->find(key_for(1), false).has_value());
+      c->store(key_for(3), fatpack::core::byte_span(cubin90()));
+      CHECK_FALSE(c->find(key_for(3), false).has_value());
+    }
+  }
+  {
+    // Cannot be created at all: memory-only.
+    log_capture logs;
+    faulty_fs ffs;
+    ffs.fail["mkdir"] = EACCES;
+    auto c = disk_cache::create(cfg_for(temp_dir() + "/never/created"));
+    CHECK(std::string(c->mode()) == "memory-only");
+    CHECK(logs.count("cannot create the cache directory") == 1);
+    CHECK_FALSE(c->find(key_for(1), true).has_value());
+    c->store(key_for(1), fatpack::core::byte_span(cubin90()));  // no-op, no crash
+  }
+  {
+    // EIO on read: a miss, the entry is not deleted (a transient error is not corruption).
+    const std::string root = fresh("eio");
+    auto c = disk_cache::create(cfg_for(root));
+    c->store(key_for(1), fatpack::core::byte_span(cubin90()));
+    faulty_fs ffs;
+    ffs.fail["pread"] = EIO;
+    CHECK_FALSE(c->find(key_for(1), false).has_value());
+    ffs.fail.clear();
+    CHECK(c->find(key_for(1), false).has_value());
+  }
+  {
+    // EIO on rename: that entry is skipped, one warning, the cache stays writable.
+    const std::string root = fresh("eio2");
+    auto c = disk_cache::create(cfg_for(root));
+    log_capture logs;
+    faulty_fs ffs;
+    ffs.fail["rename"] = EIO;
+    c->store(key_for(1), fatpack::core::byte_span(cubin90()));
+    c->store(key_for(2), fatpack::core::byte_span(cubin90()));
+    CHECK(logs.count("could not be written") == 1);
+    ffs.fail.clear();
+    CHECK(std::string(c->mode()) == "read-write");
+    c->store(key_for(3), fatpack::core::byte_span(cubin90()));
+    CHECK(c->find(key_for(3), false).has_value());
+  }
+  {
+    // Lock errors (ENOLCK: e.g. NFS without a lock daemon): one warning, read-only.
+    const std::string root = fresh("enolck");
+    auto c = disk_cache::create(cfg_for(root));
+    log_capture logs;
+    faulty_fs ffs;
+    ffs.fail["byte_lock"] = ENOLCK;
+    CHECK(c->begin_compile(key_for(1)) == nullptr);
+    CHECK(c->begin_compile(key_for(2)) == nullptr);
+    CHECK(std::string(c->mode()) == "read-only");
+    CHECK(logs.count("per-key lock failed") == 1);
+  }
+}
+
+TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owner and open modes refused") {
+  const std::string root = fresh("policy");
+  {
+    faulty_fs ffs;
+    ffs.network = true;
+    dir_verdict v = prepare_user_dir(root, false);
+    CHECK(v.access == dir_access::read_only);
+    CHECK(v.warning.find("network file system") != std::string::npos);
+  }
+  {
+    faulty_fs ffs;
+    ffs.privileged = true;
+    dir_verdict v = prepare_user_dir(root, false);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("setuid") != std::string::npos);
+    CHECK(check_prebuilt_dir(root).access == dir_access::refused);
+    auto c = disk_cache::create(cfg_for(root));
+    CHECK(std::string(c->mode()) == "memory-only");
+  }
+  {
+    faulty_fs ffs;
+    ffs.fake_euid = 4242;  // as if another user owned the directory
+    dir_verdict v = prepare_user_dir(root, false);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("owned by uid") != std::string::npos);
+    // Entries owned by another user are not served either.
+    auto d = cache_dir::open(root, false, 0, "x", false);
+    std::vector<std::uint8_t> cubin;
+    entry_header h;
+    std::string drv, problem;
+    ffs.fake_euid = 0xFFFFFFFF;
+    auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
+    std::string why;
+    const full_key k = make_full_key(key_for(9));
+    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+    ffs.fake_euid = 4242;
+    const expected_key want{&k.code, &k.driver, 90};
+    CHECK(d->read_entry(d->entry_path(k), want, cubin, h, drv, problem) == read_status::invalid);
+    CHECK(problem.find("owned by uid") != std::string::npos);
+  }
+  REQUIRE(posix_fs().chmod(root, 0770) == 0);
+  CHECK(prepare_user_dir(root, false).access == dir_access::refused);
+  REQUIRE(posix_fs().chmod(root, 0700) == 0);
+  CHECK(prepare_user_dir(root, false).access == dir_access::read_write);
+  CHECK(prepare_user_dir("relative/path", false).access == dir_access::refused);
+}
+
+TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {
+  const std::string root = fresh("admin");
+  auto c = disk_cache::create(cfg_for(root));
+  for (int i = 0; i < 6; ++i) c->store(key_for(300 + static_cast<std::uint64_t>(i)), fatpack::core::byte_span(cubin90()));
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  disk_stats s = (*a)->stats();
+  CHECK(s.entries == 6);
+  CHECK(s.index_ok);
+  CHECK(s.index_entries == 6);
+  CHECK(s.index_total_bytes == s.bytes);
+  CHECK(s.cubin_bytes == 6 * cubin90().size());
+  auto l = (*a)->list();
+  REQUIRE(l.size() == 6);
+  CHECK(l[0].sm == 90);
+  CHECK(l[0].code_text.find("cc=90") != std::string::npos);
+  CHECK(l[0].driver_text == "13000");
+  CHECK(l[0].last_use_unix_s > 0);
+  CHECK((*a)->verify(false).empty());
+  // Damage one entry and leave a stray temp file.
+  const std::string victim = l[2].file;
+  {
+    FILE* f = std::fopen(victim.c_str(), "r+b");
+    REQUIRE(f);
+    std::fseek(f, -3, SEEK_END);
+    std::fputc(0xff, f);
+    std::fclose(f);
+  }
+  const std::string stray = victim.substr(0, victim.rfind('/')) + "/.dead.fpc.9.9.tmp";
+  REQUIRE(std::system(("touch -d '2 hours ago' '" + stray + "'").c_str()) == 0);
+  auto problems = (*a)->verify(false);
+  REQUIRE(problems.size() >= 2);
+  bool saw_victim = false, saw_stray = false;
+  for (const auto& p : problems) {
+    saw_victim |= p.file == victim;
+    saw_stray |= p.file == stray && p.problem.find("stray") != std::string::npos;
+  }
+  CHECK(saw_victim);
+  CHECK(saw_stray);
+  auto ro = admin::open(root, true);
+  REQUIRE(ro.has_value());
+  CHECK((*ro)->verify(true).size() == problems.size());  // read-only: reports, removes nothing
+  auto fixed = (*a)->verify(true);
+  for (const auto& p : fixed) CHECK(p.removed);
+  CHECK((*a)->verify(false).empty());
+  CHECK((*a)->stats().entries == 5);
+  // Prune to about two entries.
+  const std::uint64_t one = (*a)->stats().bytes / 5;
+  prune_result pr = (*a)->prune(one * 2);
+  CHECK(pr.removed == 3);
+  CHECK(pr.bytes_left <= one * 2);
+  CHECK((*a)->stats().entries == 2);
+  REQUIRE((*a)->clear());
+  CHECK((*a)->stats().entries == 0);
+  CHECK((*a)->stats().index_entries == 0);
+  // Read-only open of a missing cache: empty, not an error. Relative paths are.
+  auto missing = admin::open(temp_dir() + "/no-cache-here", true);
+  REQUIRE(missing.has_value());
+  CHECK((*missing)->stats().entries == 0);
+  CHECK_FALSE(admin::open("relative", true).has_value());
+}
+
+TEST_CASE("warm: PTX compiled for targets that are not present (CU_JIT_TARGET), then served to such a GPU") {
+  const std::string root = fresh("warm");
+  auto ptx = read_file(artifact("vadd.compute_80.ptx"));
+  auto sass = read_file(artifact("vadd.sm_90.cubin"));
+  std::vector<fatpack::core::entry_input> entries;
+  for (auto* item : {&ptx, &sass}) {
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(*item), "vadd", "vadd");
+    REQUIRE(r.has_value());
+    for (auto& e : r.value()) entries.push_back(std::move(e));
+  }
+  const std::string pkg = fatpack_test::package_file("warm", entries);
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  warm_options o;
+  o.targets = {parse_warm_target("sm_86").value(), parse_warm_target("sm_120").value(), parse_warm_target("9.0").value()};
+  std::size_t progress = 0;
+  o.progress = [&](const warm_item&, std::size_t done, std::size_t total) {
+    progress = done;
+    CHECK(total == 3);
+  };
+  auto items = warm_packages(**a, {pkg}, o);
+  REQUIRE_MESSAGE(items.has_value(), items.error().message);
+  REQUIRE(items->size() == 3);
+  CHECK(progress == 3);
+  CHECK((*items)[0].result == warm_item::outcome::compiled);
+  CHECK((*items)[1].result == warm_item::outcome::compiled);
+  CHECK((*items)[2].result == warm_item::outcome::has_sass);  // sm_90 SASS in the package
+  auto l = (*a)->list();
+  REQUIRE(l.size() == 2);
+  std::vector<std::uint32_t> sms{l[0].sm, l[1].sm};
+  std::sort(sms.begin(), sms.end());
+  CHECK(sms == std::vector<std::uint32_t>{86, 120});
+  auto again = warm_packages(**a, {pkg}, o);
+  REQUIRE(again.has_value());
+  CHECK((*again)[0].result == warm_item::outcome::already_cached);
+  CHECK_FALSE(parse_warm_target("gpu").has_value());
+  CHECK(parse_warm_target("sm_90a").value() == 90);
+}
+
+#include "fatpack/fatpack.h"
+
+TEST_CASE("public API: counters, status and layers through C++ and C") {
+  // FATPACK_CACHE_DISABLE=1 in this process (g_env): the API says so and refuses layers.
+  CHECK(fatpack::cache_status().mode == "disabled");
+  CHECK(std::string(fatpack_cache_mode()) == "disabled");
+  CHECK(std::string(fatpack_cache_path()).empty());
+  auto s = fatpack::add_prebuilt_cache("/nonexistent");
+  CHECK_FALSE(s.ok());
+  CHECK(s.error().message.find("disabled") != std::string::npos);
+  CHECK(fatpack_add_prebuilt_cache("/nonexistent") == FATPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(fatpack_add_prebuilt_cache(nullptr) == FATPACK_ERROR_INVALID_ARGUMENT);
+  // A disk cache installed: the counters move and C sees the same numbers.
+  const std::string root = fresh("api");
+  auto c = disk_cache::create(cfg_for(root));
+  set_sass_cache(c);
+  CHECK(fatpack::cache_status().mode == "read-write");
+  CHECK(fatpack::cache_status().path == root);
+  const auto before = fatpack::cache_stats();
+  c->store(key_for(4242), fatpack::core::byte_span(cubin90()));
+  fatpack_cache_stats cs{};
+  REQUIRE(fatpack_get_cache_stats(&cs) == FATPACK_OK);
+  CHECK(cs.stores == before.stores + 1);
+  CHECK(cs.bytes_written > before.bytes_written);
+  CHECK(fatpack_get_cache_stats(nullptr) == FATPACK_ERROR_INVALID_ARGUMENT);
+  const std::string pre = fresh("api-pre");
+  REQUIRE(make_dirs(posix_fs(), pre + "/v1", 0700) == 0);
+  CHECK(fatpack::add_prebuilt_cache(pre).ok());
+  CHECK(fatpack::cache_status().prebuilt == std::vector<std::string>{pre});
+  CHECK(fatpack_cache_wait_refresh() == FATPACK_OK);
+  set_sass_cache(nullptr);
+  CHECK(fatpack::cache_status().mode == "disabled");
+}
+
+TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, with eviction") {
+  const std::string root = fresh("threads");
+  config cfg = cfg_for(root);
+  cfg.max_bytes = 30 * 1024;  // about half of the working set: evictions while others read
+  auto c = disk_cache::create(cfg);
+  std::atomic<int> wrong{0}, hits{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round)
+        for (int i = 0; i < 40; ++i) {
+          const jit_key k = key_for(7000 + static_cast<std::uint64_t>((i + t * 5) % 40));
+          auto g = c->begin_compile(k);
+          if (auto h = c->find(k, false)) {
+            ++hits;
+            if (h->sass != cubin90()) ++wrong;
+            continue;
+          }
+          c->store(k, fatpack::core::byte_span(cubin90()));
+        }
+    });
+  }
+  for (auto& th : ts) th.join();
+  CHECK(wrong == 0);
+  CHECK(hits > 0);
+  CHECK(std::string(c->mode()) == "read-write");
+  auto a = admin::open(root, true);
+  REQUIRE(a.has_value());
+  for (const auto& p : (*a)->verify(false)) CHECK_MESSAGE(p.file.find("index.v1") != std::string::npos, p.problem);
+  CHECK((*a)->stats().bytes <= cfg.max_bytes + 2000);
+}
