@@ -6,6 +6,7 @@
 #   bench/run_package_bench.sh BUILD_DIR              # the mid set (BUILD_DIR/bench-mid)
 #   BUILD_DIR/packager/fatpack pack -o BUILD_DIR/bench-mid/mid.ptx.fpk --name midptx \
 #       BUILD_DIR/bench-mid/mid.compute_90.ptx       # one PTX-only module of the mid set
+#   cp BUILD_DIR/bench-mid/mid.compute_90.ptx ...      # used by the cache benchmark as is
 #   bench/make_coldstart_inputs.sh BUILD_DIR 16        # for --coldstart (about 90 s on an H200)
 # Every benchmark sets CUDA_CACHE_DISABLE=1 where it times fatpack's own cold JIT.
 set -uo pipefail
@@ -27,12 +28,16 @@ mid=$build/bench-mid
 step gpu nvidia-smi -L
 step gpu-tests ctest --test-dir "$build" -L gpu -V --output-on-failure
 step runtime-load "$build/tests/runtime/fatpack_runtime_load_bench" "$mid/mid.sm_90.cubin" 30
-step package-load "$build/bench/fatpack_load_bench" --cubin "$mid/mid.sm_90.cubin" --fatbin "$mid/mid.compressed.fatbin" \
-  --runs 30 "$mid/mid.lz4.fpk" "$mid/mid.zstd.fpk" "$mid/mid.none.fpk"
-step processes "$build/bench/fatpack_coldstart_bench" "$mid/mid.ptx.fpk" --processes 8
-if [ -x "$build/bench/fatpack_cache_bench" ]; then
-  step cache "$build/bench/fatpack_cache_bench" --gpu "$mid/mid.ptx.fpk"
+if [ -f "$mid/mid.lz4.fpk" ]; then
+  step package-load "$build/bench/fatpack_load_bench" --cubin "$mid/mid.sm_90.cubin" \
+    --fatbin "$mid/mid.compressed.fatbin" --runs 30 "$mid/mid.lz4.fpk" "$mid/mid.zstd.fpk" "$mid/mid.none.fpk"
 fi
+step processes "$build/bench/fatpack_coldstart_bench" "$mid/mid.ptx.fpk" --processes 8
+big=()
+[ -f "$mid/big.sm_90.cubin" ] && big=(--cubin "$mid/big.sm_90.cubin")  # python3 bench/gen_kernels.py 400, nvcc -cubin
+step cache "$build/bench/fatpack_cache_bench" --cubin "$mid/mid.sm_90.cubin" "${big[@]}" --ptx "$mid/mid.compute_90.ptx" \
+  --runs 21
+step future-gpu-sample "$(dirname "$0")/../samples/future_gpu/run_twice.sh" "$build/samples/future_gpu/future_gpu"
 if [ "$coldstart" = 1 ]; then
   step coldstart "$build/bench/fatpack_coldstart_bench" "$build/bench-coldstart/coldstart.fpk"
 fi
