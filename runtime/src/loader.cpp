@@ -133,6 +133,18 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     a.target = describe_target(e);
     CUresult status = CUDA_SUCCESS;
     load_outcome lo;
+    // Hands `image` to the driver in the module's context and records the outcome in `a`.
+    auto load_and_record = [&](const void* image, const char* call) {
+      stopwatch sw;
+      lo = load_image(drv, st->ctx.get(), image);
+      a.load_ms = sw.ms();
+      status = lo.status;
+      if (status != CUDA_SUCCESS) {
+        any_load_refused = true;
+        a.message = drv.call_failed(call, status);
+        a.log = lo.log;
+      }
+    };
 
     if (e.target.kind == core::entry_kind::sass) {
       stopwatch sw;
@@ -163,15 +175,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         rep.attempts.push_back(std::move(a));
         continue;
       }
-      sw.restart();
-      lo = load_image(drv, st->ctx.get(), image);
-      a.load_ms = sw.ms();
-      status = lo.status;
-      if (status != CUDA_SUCCESS) {
-        any_load_refused = true;
-        a.message = drv.call_failed("cuModuleLoadDataEx", status);
-        a.log = lo.log;
-      }
+      load_and_record(image, "cuModuleLoadDataEx");
     } else if (e.target.kind == core::entry_kind::ptx) {
       a.jit = true;
       jit_request req;
@@ -197,15 +201,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
       a.decompress_ms = jr->decompress_ms;
       a.jit_ms = jr->reused ? waited : jr->jit_ms;
       a.log = jr->info_log;
-      sw.restart();
-      lo = load_image(drv, st->ctx.get(), jr->sass->data());
-      a.load_ms = sw.ms();
-      status = lo.status;
-      if (status != CUDA_SUCCESS) {
-        any_load_refused = true;
-        a.message = drv.call_failed("cuModuleLoadDataEx (JIT output)", status);
-        a.log = lo.log;
-      }
+      load_and_record(jr->sass->data(), "cuModuleLoadDataEx (JIT output)");
     } else {
       a.message = "LTO-IR entries need nvJitLink, which this runtime does not use yet";
       rep.attempts.push_back(std::move(a));
