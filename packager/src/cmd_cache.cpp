@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 namespace fatpack::tool {
@@ -19,7 +20,7 @@ namespace {
 namespace fc = fatpack::detail::cache;
 
 int failed(const fatpack::error& e) {
-  print_error(e.what());
+  print_error(runtime_error_text(e));
   return exit_failure;
 }
 
@@ -72,7 +73,7 @@ struct cache_args {
 
 // Opens the cache the command works on: --path, else the per-user default the runtime uses.
 fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool read_only) {
-  return fc::admin::open(a.path.empty() ? fc::default_cache_dir() : a.path, read_only);
+  return fc::admin::open(cache_dir_argument(a.path), read_only);
 }
 
 int run_stats(const cache_args& a) {
@@ -170,6 +171,17 @@ int run_clear(const cache_args& a) {
 }
 
 }  // namespace
+
+std::string cache_dir_argument(const std::string& path) {
+  if (path.empty()) return fc::default_cache_dir();
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(path, ec);  // the runtime wants an absolute path
+  return ec ? path : abs.lexically_normal().string();
+}
+
+std::string runtime_error_text(const fatpack::error& e) {
+  return e.log.empty() ? e.message : e.message + "\n" + e.log;
+}
 
 void add_cache_path_option(CLI::App& cmd, std::string& path) {
   cmd.add_option("--path", path,

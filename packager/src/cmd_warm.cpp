@@ -69,9 +69,9 @@ int run_warm(const warm_args& a) {
     }
     if (o.targets.empty()) throw usage_error{"--target: no target in '" + a.targets + "'"};
   }
-  auto cache = fc::admin::open(a.path.empty() ? fc::default_cache_dir() : a.path, false);
+  auto cache = fc::admin::open(cache_dir_argument(a.path), false);
   if (!cache) {
-    print_error(cache.error().what());
+    print_error(runtime_error_text(cache.error()));
     return exit_failure;
   }
   const bool bar = stderr_is_terminal() && !a.quiet;
@@ -80,7 +80,7 @@ int run_warm(const warm_args& a) {
   };
   auto items = fc::warm_packages(**cache, a.packages, o);
   if (!items) {
-    print_error(items.error().what());
+    print_error(runtime_error_text(items.error()));
     return exit_failure;
   }
   std::size_t counts[5] = {};

@@ -6,6 +6,7 @@
 
 #include "fatpack/core/error.hpp"
 #include "fatpack/core/package.hpp"
+#include "fatpack/error.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -54,13 +55,17 @@ command_runner add_export_fatbin_command(CLI::App& app);
 command_runner add_cache_command(CLI::App& app);
 command_runner add_warm_command(CLI::App& app);
 
-// --path DIR of `cache ...` and `warm` (default: the runtime's per-user cache directory).
+// --path DIR of `cache ...` and `warm` (default: the runtime's per-user cache directory), and the
+// absolute directory it names.
 void add_cache_path_option(CLI::App& cmd, std::string& path);
+std::string cache_dir_argument(const std::string& path);
 
 // Arguments after a bare `--` (for `build`: passed to nvcc unchanged).
 std::vector<std::string>& passthrough_args();
 
-std::string human_size(std::uint64_t bytes);  // "1.2 MiB"
+std::string human_size(std::uint64_t bytes);
+// A runtime error (fatpack/error.hpp) as one diagnostic: its message, then the JIT log if any.
+std::string runtime_error_text(const fatpack::error& e);  // "1.2 MiB"
 std::string hex64(std::uint64_t v);          // "0123456789abcdef"
 
 }  // namespace fatpack::tool

@@ -79,6 +79,10 @@ cache_warm)
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"
   run 2 "$fatpack" cache prune --path "$c" --max-size lots
+  # A relative --path names a directory under the current one (the runtime itself wants absolute).
+  run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
+  run 0 "$fatpack" cache stats --path rel-cache --json
+  json "assert d['stats']['path'] == '$work/rel-cache' and d['stats']['entries'] == 1, d"
   FATPACK_LIBCUDA=$work/no-such-libcuda.so run 1 "$fatpack" warm --path "$c" w.fpk
   expect_in err.txt "fatpack: error: .*no-such-libcuda.so"
   FAKECUDA_FAIL_JIT=1 run 1 "$fatpack" warm --path "$c" w.fpk
