@@ -2,11 +2,14 @@
 // directory (for installers and container builds; docs/cache.md, docs/deployment.md). Without
 // --target: for the GPUs present. With --target: for any CC the installed driver knows, GPU present
 // or not (the driver's cross-target JIT), so one machine can prebuild a read-only cache for a fleet.
+#include "file_io.hpp"
 #include "tool.hpp"
 
 #include "cache/cache_admin.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -78,7 +81,46 @@ int run_warm(const warm_args& a) {
   o.progress = [&](const fc::warm_item& it, std::size_t done, std::size_t total) {
     if (bar) draw_progress(done, total, it.module + " " + target_name(it.target));
   };
-  auto items = fc::warm_packages(**cache, a.packages, o);
+  // Programs and libraries that embed packages are warmed like .fpk files: their packages (found
+  // as `inspect` finds them) are written to a temporary directory for the runtime's warm code.
+  std::vector<std::string> files;
+  std::string scratch;
+  struct scratch_remover {
+    std::string& dir;
+    ~scratch_remover() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch};
+  for (const auto& path : a.packages) {
+    auto pf = load_package_file(path);
+    if (!pf) {
+      print_error(pf.err().message);
+      return exit_failure;
+    }
+    if (!pf->embedded) {
+      files.push_back(path);
+      continue;
+    }
+    if (scratch.empty()) {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "fatpack-warm-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) {
+        print_error("cannot create a temporary directory for the packages embedded in " + path);
+        return exit_failure;
+      }
+      scratch = tmpl;
+    }
+    for (std::size_t i = 0; i < pf->packages.size(); ++i) {
+      const std::string out = scratch + "/" + std::to_string(files.size()) + "-" +
+                              std::string(pf->packages[i].name()) + ".fpk";
+      if (auto st = write_file_atomic(out, pf->packages[i].bytes()); !st) {
+        print_error(st.err().message);
+        return exit_failure;
+      }
+      files.push_back(out);
+    }
+  }
+  auto items = fc::warm_packages(**cache, files, o);
   if (!items) {
     print_error(runtime_error_text(items.error()));
     return exit_failure;
@@ -111,7 +153,9 @@ command_runner add_warm_command(CLI::App& app) {
                   "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120 (the driver's cross-target "
                   "JIT; any CC the installed driver knows)");
   cmd->add_flag("-q,--quiet", args->quiet, "Print only failures and the summary line");
-  cmd->add_option("packages", args->packages, "Package files (.fpk)")->required();
+  cmd->add_option("packages", args->packages,
+                  "Packages (.fpk), or programs and libraries that embed packages (found as `inspect` finds them)")
+      ->required();
   return [args]() { return run_warm(*args); };
 }
 

@@ -79,6 +79,11 @@ cache_warm)
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"
   run 2 "$fatpack" cache prune --path "$c" --max-size lots
+  # A host object that embeds the package is warmed like the package itself.
+  run 0 "$fatpack" embed -o w.S w.fpk
+  cc -c w.S -o w.o || fail "cannot assemble the embedding of w.fpk"
+  run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
+  expect_in out.txt "^compiled +w/vadd for sm_100"
   # A relative --path names a directory under the current one (the runtime itself wants absolute).
   run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
   run 0 "$fatpack" cache stats --path rel-cache --json
