@@ -56,6 +56,17 @@ load_outcome load_image(const driver& d, CUcontext ctx, const void* image) {
   return out;
 }
 
+// The report's phases are those of every attempt, failed ones included (a refused entry's
+// decompression and JIT were spent too).
+void add_up_phases(load_report& rep) {
+  rep.decompress_ms = rep.jit_ms = rep.load_ms = 0;
+  for (const auto& a : rep.attempts) {
+    rep.decompress_ms += a.decompress_ms;
+    rep.jit_ms += a.jit_ms;
+    rep.load_ms += a.load_ms;
+  }
+}
+
 void fill_header(load_report& rep, const device& dev, const module_entries& me, policy p) {
   rep.package = me.package->name;
   rep.module = std::string(me.package->view.entries().at(me.entries.front()).module_name);
@@ -210,9 +221,6 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
 
     a.cuda_status = static_cast<int>(status);
     a.ok = status == CUDA_SUCCESS;
-    rep.decompress_ms += a.decompress_ms;
-    rep.jit_ms += a.jit_ms;
-    rep.load_ms += a.load_ms;
     rep.attempts.push_back(a);
     if (!a.ok) continue;
 
@@ -225,17 +233,12 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     rep.jit_reused = a.jit_reused;
     rep.jit_path = a.jit_path;
     st->kernels.assign(e.kernels.begin(), e.kernels.end());
+    add_up_phases(rep);
     rep.total_ms = total.ms();
     log_line(log_level::info, rep.trace());
     return st;
   }
-  // The failed attempts' phases count too.
-  rep.decompress_ms = rep.jit_ms = rep.load_ms = 0;
-  for (const auto& a : rep.attempts) {
-    rep.decompress_ms += a.decompress_ms;
-    rep.jit_ms += a.jit_ms;
-    rep.load_ms += a.load_ms;
-  }
+  add_up_phases(rep);
   rep.total_ms = total.ms();
   log_line(log_level::info, rep.trace());
   std::string msg = "cannot load " + where(dev, me) + ": every usable entry was refused:";
