@@ -18,9 +18,9 @@
 #include "cache/index.hpp"
 #include "cache/key.hpp"
 #include "cache/store.hpp"
-#include "device.hpp"
-#include "driver.hpp"
-#include "jit.hpp"
+#include "platform/device.hpp"
+#include "platform/driver.hpp"
+#include "jit/culink.hpp"
 
 #include "fatpack/core/input.hpp"
 

@@ -1,11 +1,9 @@
 // fatpack cache stats|list|verify|prune|clear: operate the runtime's JIT cache (docs/cache.md).
-// Everything goes through the runtime's own cache code (runtime/src/cache/cache_admin.hpp), so the
+// Everything goes through the runtime's own cache code (fatpack/admin/cache_admin.hpp), so the
 // tool reads, validates and evicts exactly as a program does.
 #include "tool.hpp"
 
-#include "cache/cache_admin.hpp"
-
-#include "cache/config.hpp"
+#include "fatpack/admin/cache_admin.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -143,7 +141,7 @@ int run_prune(const cache_args& a) {
   auto c = open_cache(a, false);
   if (!c) return failed(c.error());
   std::uint64_t max_bytes = (*c)->stats().max_bytes;
-  if (!a.max_size.empty() && !fc::parse_size(a.max_size, max_bytes))
+  if (!a.max_size.empty() && !fc::parse_max_size(a.max_size, max_bytes))
     throw usage_error{"--max-size: '" + a.max_size + "' is not a size (bytes, or with K/M/G suffix)"};
   const fc::prune_result r = (*c)->prune(max_bytes);
   if (a.json) {

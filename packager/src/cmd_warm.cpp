@@ -5,7 +5,7 @@
 #include "file_io.hpp"
 #include "tool.hpp"
 
-#include "cache/cache_admin.hpp"
+#include "fatpack/admin/cache_admin.hpp"
 
 #include <cstdio>
 #include <cstdlib>

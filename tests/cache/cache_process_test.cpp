@@ -3,7 +3,7 @@
 // eviction bound, prebuilt layers, read-only use, permissions (as an unprivileged user), full disk.
 #include "cache_support.hpp"
 
-#include "cache/cache_admin.hpp"
+#include "fatpack/admin/cache_admin.hpp"
 
 #include <chrono>
 #include <sys/statvfs.h>

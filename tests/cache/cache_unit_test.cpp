@@ -1,7 +1,7 @@
 // The JIT cache's pieces in one process: keys, the entry format under corruption, the index under
 // damage, locks, eviction order, every fault through the file-system seam (ENOSPC, EDQUOT, EROFS,
 // EACCES, EIO, ENOLCK, NFS, setuid, foreign owner), the admin API, and warm with CU_JIT_TARGET.
-#include "cache/admin_internal.hpp"
+#include "admin_impl.hpp"
 #include "cache/config.hpp"
 #include "cache/directory.hpp"
 #include "cache/disk_cache.hpp"

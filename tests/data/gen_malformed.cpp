@@ -6,7 +6,7 @@
 // GOOD.fpk: an lz4 package with at least two entries (the tests use vadd sm_75 + compute_90).
 #include "fatpack/core/package.hpp"
 
-#include "../../core/src/package_layout.hpp"
+#include "../../core/src/format/package_layout.hpp"
 
 #include <fstream>
 #include <iostream>

@@ -3,7 +3,7 @@
 #include "fatpack/core/package.hpp"
 #include "fatpack/core/package_writer.hpp"
 
-#include "../../core/src/package_layout.hpp"
+#include "../../core/src/format/package_layout.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // Unit tests of runtime internals: ptxas options -> JIT options, the JIT key, and the fake driver's JIT
 // output read back by core::parse_cubin through the runtime's own cuLink wrapper.
-#include "jit.hpp"
-#include "sass_cache.hpp"
+#include "jit/culink.hpp"
+#include "cache/sass_cache.hpp"
 
 #include <doctest/doctest.h>
 
@@ -56,7 +56,7 @@ TEST_CASE("the JIT key names every field that changes the SASS") {
 
 // The fake driver's JIT output must be a cubin fatpack itself reads (so cache tests can validate it).
 // runtime_test.cpp points FATPACK_LIBCUDA at the fake (CC 9.0 and 8.6) before anything loads.
-#include "device.hpp"
+#include "platform/device.hpp"
 
 #include "fatpack/core/input.hpp"
 

@@ -1,9 +1,8 @@
 // Cache settings (config.hpp).
 #include "cache/config.hpp"
 
-#include "cache/cache_admin.hpp"
 #include "cache/fs.hpp"
-#include "os.hpp"
+#include "platform/os.hpp"
 
 #include <cctype>
 #include <cstdlib>
@@ -35,7 +34,7 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
   return true;
 }
 
-std::string default_cache_dir() {
+std::string default_user_dir() {
   const char* p = os::getenv("FATPACK_CACHE_PATH");
   if (p && *p) return p;
   const char* xdg = os::getenv("XDG_CACHE_HOME");
@@ -51,7 +50,7 @@ config config_from_env() {
   config c;
   c.disabled = env_flag(os::getenv("FATPACK_CACHE_DISABLE"));
   c.read_only = env_flag(os::getenv("FATPACK_CACHE_READONLY"));
-  c.path = default_cache_dir();
+  c.path = default_user_dir();
   if (const char* m = os::getenv("FATPACK_CACHE_MAXSIZE"); m && *m) {
     if (!parse_size(m, c.max_bytes)) {
       c.warnings.push_back(std::string("FATPACK_CACHE_MAXSIZE=") + m + " is not a size (e.g. 512M, 2G); using 1G");

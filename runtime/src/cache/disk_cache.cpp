@@ -5,7 +5,7 @@
 #include "cache/eviction.hpp"
 #include "cache/fs.hpp"
 #include "cache/stats.hpp"
-#include "log.hpp"
+#include "platform/log.hpp"
 
 #include <cerrno>
 

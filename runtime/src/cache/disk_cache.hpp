@@ -10,7 +10,7 @@
 
 #include "cache/config.hpp"
 #include "cache/store.hpp"
-#include "sass_cache.hpp"
+#include "cache/sass_cache.hpp"
 
 #include "fatpack/error.hpp"
 

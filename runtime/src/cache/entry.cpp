@@ -1,7 +1,7 @@
 // Entry encoding and validation (entry.hpp).
 #include "cache/entry.hpp"
 
-#include "os.hpp"
+#include "platform/os.hpp"
 
 #include "fatpack/core/codec.hpp"
 #include "fatpack/core/input.hpp"

@@ -3,7 +3,7 @@
 
 #include "cache/fs.hpp"
 #include "cache/stats.hpp"
-#include "log.hpp"
+#include "platform/log.hpp"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 #include "cache/key.hpp"
 
 #include "cache/fs.hpp"
-#include "os.hpp"
+#include "platform/os.hpp"
 
 #include <xxhash.h>
 

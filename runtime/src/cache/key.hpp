@@ -8,7 +8,7 @@
 // Never file times: a key is a pure function of its inputs.
 #pragma once
 
-#include "sass_cache.hpp"
+#include "cache/sass_cache.hpp"
 
 #include <array>
 #include <cstdint>

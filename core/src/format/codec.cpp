@@ -1,0 +1,201 @@
+// Per-entry codecs in the blocked layout of docs/format.md §5.
+//
+// Why blocks: a package entry (or a cache entry) is decompressed on the start-up path. Independent
+// blocks let a large image be decompressed on several threads, and a block that does not shrink is
+// stored raw, so incompressible data costs a memcpy instead of a decoder pass.
+#include "fatpack/core/codec.hpp"
+
+#include "support/parallel.hpp"
+
+#include <lz4.h>
+#include <lz4hc.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace fatpack::core {
+namespace {
+
+std::uint32_t read_u32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+}
+void write_u32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = std::uint8_t(v);
+  p[1] = std::uint8_t(v >> 8);
+  p[2] = std::uint8_t(v >> 16);
+  p[3] = std::uint8_t(v >> 24);
+}
+
+std::uint64_t block_count(std::uint64_t raw_size, std::uint32_t block_size) {
+  return raw_size == 0 ? 0 : (raw_size + block_size - 1) / block_size;
+}
+
+}  // namespace
+
+const char* codec_name(codec c) noexcept {
+  switch (c) {
+    case codec::none: return "none";
+    case codec::lz4: return "lz4";
+    case codec::zstd: return "zstd";
+  }
+  return "unknown";
+}
+
+result<codec> parse_codec(std::string_view name) {
+  if (name == "none") return codec::none;
+  if (name == "lz4") return codec::lz4;
+  if (name == "zstd") return codec::zstd;
+  return make_error(errc::invalid_argument, "unknown codec '" + std::string(name) + "' (expected lz4, zstd or none)");
+}
+
+int default_level(codec c) noexcept {
+  switch (c) {
+    case codec::lz4: return LZ4HC_CLEVEL_MAX;
+    case codec::zstd: return 19;
+    case codec::none: return 0;
+  }
+  return 0;
+}
+
+std::uint32_t default_block_size(codec c) noexcept {
+  // lz4 decodes at ~4 GB/s per thread: 256 KiB blocks let a 1 MB cubin use 4 threads for 2% in
+  // size (LZ4's window is 64 KiB). zstd's ratio depends on long matches: on the 'mid' set, 1 MiB
+  // blocks gave 0.806x nvcc's compressed fatbin and 4 MiB blocks 0.785x (docs/benchmarks.md), so
+  // zstd blocks are 4 MiB and only very large entries are split.
+  switch (c) {
+    case codec::lz4: return 256u << 10;
+    case codec::zstd: return 4u << 20;
+    case codec::none: return 0;
+  }
+  return 0;
+}
+
+std::uint64_t xxh3(byte_span bytes) noexcept { return XXH3_64bits(bytes.data, bytes.size); }
+
+result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw) {
+  if (c == codec::none) return std::vector<std::uint8_t>(raw.begin(), raw.end());
+  if (block_size == 0) block_size = default_block_size(c);
+  if (block_size > (1u << 30))
+    return make_error(errc::invalid_argument, "block size " + std::to_string(block_size) + " exceeds 1 GiB");
+  if (level < 0) level = default_level(c);
+  if (c == codec::lz4 && (level < 1 || level > LZ4HC_CLEVEL_MAX))
+    return make_error(errc::invalid_argument, "lz4 level " + std::to_string(level) + " is outside 1.." +
+                                                  std::to_string(LZ4HC_CLEVEL_MAX));
+  if (c == codec::zstd && (level < 1 || level > ZSTD_maxCLevel()))
+    return make_error(errc::invalid_argument, "zstd level " + std::to_string(level) + " is outside 1.." +
+                                                  std::to_string(ZSTD_maxCLevel()));
+
+  const std::uint64_t n = block_count(raw.size, block_size);
+  std::vector<std::vector<std::uint8_t>> blocks(n);
+  std::vector<std::string> failures(n);
+  detail::parallel_for(n, std::thread::hardware_concurrency(), [&](std::size_t i) {
+    const std::uint8_t* src = raw.data + i * std::uint64_t(block_size);
+    const std::size_t len = std::size_t(std::min<std::uint64_t>(block_size, raw.size - i * std::uint64_t(block_size)));
+    std::vector<std::uint8_t>& out = blocks[i];
+    std::size_t produced = 0;
+    if (c == codec::lz4) {
+      out.resize(std::size_t(LZ4_compressBound(int(len))));
+      produced = std::size_t(LZ4_compress_HC(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out.data()),
+                                             int(len), int(out.size()), level));
+      if (produced == 0) failures[i] = "LZ4_compress_HC failed";
+    } else {
+      out.resize(ZSTD_compressBound(len));
+      produced = ZSTD_compress(out.data(), out.size(), src, len, level);
+      if (ZSTD_isError(produced)) {
+        failures[i] = ZSTD_getErrorName(produced);
+        produced = 0;
+      }
+    }
+    // A block that does not shrink is stored raw; the reader knows it by stored size == raw size.
+    if (produced == 0 || produced >= len) {
+      out.assign(src, src + len);
+    } else {
+      out.resize(produced);
+    }
+  });
+  for (std::size_t i = 0; i < n; ++i)
+    if (!failures[i].empty())
+      return make_error(errc::codec, std::string(codec_name(c)) + " compression of block " + std::to_string(i) +
+                                         " failed: " + failures[i]);
+
+  std::uint64_t total = 4 * n;
+  for (auto& b : blocks) total += b.size();
+  std::vector<std::uint8_t> payload(std::size_t(total), 0);
+  std::size_t pos = 4 * std::size_t(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    write_u32(payload.data() + 4 * i, std::uint32_t(blocks[i].size()));
+    std::memcpy(payload.data() + pos, blocks[i].data(), blocks[i].size());
+    pos += blocks[i].size();
+  }
+  return payload;
+}
+
+status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint8_t* out, std::uint64_t raw_size,
+                  unsigned threads) {
+  if (c == codec::none) {
+    if (stored.size != raw_size)
+      return make_error(errc::malformed, "stored_size " + std::to_string(stored.size) +
+                                             " differs from raw_size " + std::to_string(raw_size) + " for codec none");
+    if (raw_size) std::memcpy(out, stored.data, std::size_t(raw_size));
+    return {};
+  }
+  if (c != codec::lz4 && c != codec::zstd)
+    return make_error(errc::malformed, "unknown codec id " + std::to_string(int(c)));
+  if (block_size == 0) return make_error(errc::malformed, "block_size is 0 for a compressed entry");
+
+  const std::uint64_t n = block_count(raw_size, block_size);
+  if (n > stored.size / 4)
+    return make_error(errc::malformed, "block table of " + std::to_string(n) + " blocks does not fit in stored_size " +
+                                           std::to_string(stored.size));
+  // Validate the whole block table first: every block lies inside the payload and the sizes add up.
+  std::vector<std::uint64_t> offsets(std::size_t(n) + 1);
+  offsets[0] = 4 * n;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint32_t len = read_u32(stored.data + 4 * i);
+    offsets[std::size_t(i) + 1] = offsets[std::size_t(i)] + len;
+    if (offsets[std::size_t(i) + 1] > stored.size)
+      return make_error(errc::malformed, "block " + std::to_string(i) + " (" + std::to_string(len) +
+                                             " bytes) runs past the stored payload (" + std::to_string(stored.size) +
+                                             " bytes)");
+  }
+  if (offsets[std::size_t(n)] != stored.size)
+    return make_error(errc::malformed, "blocks cover " + std::to_string(offsets[std::size_t(n)]) +
+                                           " bytes but stored_size is " + std::to_string(stored.size));
+
+  std::vector<std::string> failures(static_cast<std::size_t>(n));
+  // Small entries are not worth waking a worker.
+  if (raw_size < 2 * std::uint64_t(block_size)) threads = 1;
+  detail::parallel_for(std::size_t(n), threads, [&](std::size_t i) {
+    const std::uint8_t* src = stored.data + offsets[i];
+    const std::size_t src_len = std::size_t(offsets[i + 1] - offsets[i]);
+    std::uint8_t* dst = out + i * std::uint64_t(block_size);
+    const std::size_t dst_len = std::size_t(std::min<std::uint64_t>(block_size, raw_size - i * std::uint64_t(block_size)));
+    if (src_len == dst_len) {  // stored raw
+      std::memcpy(dst, src, dst_len);
+      return;
+    }
+    if (c == codec::lz4) {
+      const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(dst),
+                                          int(src_len), int(dst_len));
+      if (got != int(dst_len))
+        failures[i] = got < 0 ? "corrupt LZ4 data" : "LZ4 block decoded to " + std::to_string(got) + " bytes, expected " +
+                                                        std::to_string(dst_len);
+    } else {
+      const std::size_t got = ZSTD_decompress(dst, dst_len, src, src_len);
+      if (ZSTD_isError(got))
+        failures[i] = std::string("zstd: ") + ZSTD_getErrorName(got);
+      else if (got != dst_len)
+        failures[i] = "zstd block decoded to " + std::to_string(got) + " bytes, expected " + std::to_string(dst_len);
+    }
+  });
+  for (std::size_t i = 0; i < n; ++i)
+    if (!failures[i].empty())
+      return make_error(errc::codec, "block " + std::to_string(i) + ": " + failures[i]);
+  return {};
+}
+
+}  // namespace fatpack::core

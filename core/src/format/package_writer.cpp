@@ -1,0 +1,162 @@
+// Writes format v1 packages (docs/format.md). Deterministic: the same inputs give the same bytes
+// (no timestamps, entries in the caller's order, strings deduplicated in first-use order).
+#include "fatpack/core/package_writer.hpp"
+
+#include "fatpack/core/package.hpp"
+#include "format/package_layout.hpp"
+
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace fatpack::core {
+namespace {
+
+using namespace layout;
+
+// Strings are stored once, each followed by a NUL so C consumers can use them in place.
+class string_table {
+ public:
+  result<std::pair<std::uint32_t, std::uint32_t>> add(const std::string& s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return std::make_pair(it->second, std::uint32_t(s.size()));
+    if (bytes_.size() + s.size() + 1 > std::numeric_limits<std::uint32_t>::max())
+      return make_error(errc::invalid_argument, "string table exceeds 4 GiB");
+    const auto off = std::uint32_t(bytes_.size());
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+    bytes_.push_back(0);
+    index_.emplace(s, off);
+    return std::make_pair(off, std::uint32_t(s.size()));
+  }
+  const std::vector<std::uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::map<std::string, std::uint32_t> index_;
+};
+
+}  // namespace
+
+result<std::vector<std::uint8_t>> write_package(const std::string& name, const std::vector<entry_input>& entries,
+                                                const pack_options& options) {
+  if (name.empty()) return make_error(errc::invalid_argument, "package name is empty");
+  if (entries.empty()) return make_error(errc::invalid_argument, "package '" + name + "' has no entries");
+  if (entries.size() > 1'000'000)
+    return make_error(errc::invalid_argument, "package '" + name + "' has too many entries");
+
+  std::set<std::tuple<std::string, entry_kind, std::uint32_t, arch_variant, std::uint16_t, std::uint16_t>> seen;
+  for (const auto& e : entries) {
+    if (e.module_name.empty())
+      return make_error(errc::invalid_argument, e.origin + ": entry has an empty module name");
+    auto key = std::make_tuple(e.module_name, e.target.kind, e.target.arch, e.target.variant, e.ptx_isa.major,
+                               e.ptx_isa.minor);
+    if (!seen.insert(key).second)
+      return make_error(errc::invalid_argument,
+                        e.origin + ": module '" + e.module_name + "' already has an entry for " + e.target.str() +
+                            (e.target.kind == entry_kind::ptx ? " (PTX ISA " + e.ptx_isa.str() + ")" : std::string()));
+  }
+
+  string_table strings;
+  auto name_ref = strings.add(name);
+  if (!name_ref) return std::move(name_ref).err();
+
+  struct prepared {
+    std::vector<std::uint8_t> payload;
+    std::uint32_t block_size;
+    std::pair<std::uint32_t, std::uint32_t> module, opts, kernels;
+    std::uint32_t kernel_count;
+  };
+  std::vector<prepared> prep(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const entry_input& e = entries[i];
+    prepared& p = prep[i];
+    p.block_size = options.codec == codec::none ? 0
+                   : options.block_size        ? options.block_size
+                                               : default_block_size(options.codec);
+    auto payload = compress(options.codec, options.level, p.block_size, byte_span(e.raw));
+    if (!payload) return error{payload.err().code, e.origin + ": " + payload.err().message};
+    p.payload = std::move(payload).value();
+    auto m = strings.add(e.module_name);
+    auto o = strings.add(e.options);
+    if (!m || !o) return make_error(errc::invalid_argument, "string table exceeds 4 GiB");
+    p.module = *m;
+    p.opts = *o;
+    // Kernel names: one run of NUL-terminated names, stored together (not deduplicated).
+    std::string joined;
+    for (const auto& k : e.kernels) {
+      if (k.empty() || k.find('\0') != std::string::npos)
+        return make_error(errc::invalid_argument, e.origin + ": invalid kernel name");
+      joined += k;
+      joined.push_back('\0');
+    }
+    if (joined.empty()) {
+      p.kernels = {0, 0};
+    } else {
+      joined.pop_back();  // string_table::add appends the final NUL
+      auto k = strings.add(joined);
+      if (!k) return std::move(k).err();
+      p.kernels = {k->first, k->second + 1};
+    }
+    p.kernel_count = std::uint32_t(e.kernels.size());
+  }
+
+  const std::uint64_t entry_offset = header_size_v1;
+  const std::uint64_t string_offset = entry_offset + std::uint64_t(entry_size_v1) * entries.size();
+  const std::uint64_t string_size = strings.bytes().size();
+  std::uint64_t pos = align_up(string_offset + string_size, payload_alignment);
+  std::vector<std::uint64_t> payload_offsets(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    payload_offsets[i] = pos;
+    pos = align_up(pos + prep[i].payload.size(), payload_alignment);
+  }
+  const std::uint64_t total = pos;
+
+  std::vector<std::uint8_t> out(std::size_t(total), 0);
+  std::uint8_t* h = out.data();
+  std::memcpy(h + h_magic, package_magic, sizeof package_magic);
+  put16(h + h_major, format_major);
+  put16(h + h_minor, format_minor);
+  put32(h + h_header_size, header_size_v1);
+  put64(h + h_total_size, total);
+  put64(h + h_entry_offset, entry_offset);
+  put32(h + h_entry_count, std::uint32_t(entries.size()));
+  put32(h + h_entry_size, entry_size_v1);
+  put64(h + h_string_offset, string_offset);
+  put64(h + h_string_size, string_size);
+  put32(h + h_name_offset, name_ref->first);
+  put32(h + h_name_size, name_ref->second);
+  put64(h + h_flags, 0);
+
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const entry_input& e = entries[i];
+    const prepared& p = prep[i];
+    std::uint8_t* r = out.data() + entry_offset + i * entry_size_v1;
+    r[e_kind] = std::uint8_t(e.target.kind);
+    r[e_variant] = std::uint8_t(e.target.variant);
+    r[e_codec] = std::uint8_t(options.codec);
+    put32(r + e_arch, e.target.arch);
+    put16(r + e_isa_major, e.ptx_isa.major);
+    put16(r + e_isa_minor, e.ptx_isa.minor);
+    put32(r + e_toolkit, e.toolkit_version);
+    put64(r + e_payload_offset, payload_offsets[i]);
+    put64(r + e_stored_size, p.payload.size());
+    put64(r + e_raw_size, e.raw.size());
+    put64(r + e_raw_xxh3, xxh3(byte_span(e.raw)));
+    put64(r + e_stored_xxh3, xxh3(byte_span(p.payload)));
+    put32(r + e_block_size, p.block_size);
+    put32(r + e_module_offset, p.module.first);
+    put32(r + e_module_size, p.module.second);
+    put32(r + e_options_offset, p.opts.first);
+    put32(r + e_options_size, p.opts.second);
+    put32(r + e_kernels_offset, p.kernels.first);
+    put32(r + e_kernels_size, p.kernels.second);
+    put32(r + e_kernel_count, p.kernel_count);
+    if (!p.payload.empty()) std::memcpy(out.data() + payload_offsets[i], p.payload.data(), p.payload.size());
+  }
+  if (string_size) std::memcpy(out.data() + string_offset, strings.bytes().data(), std::size_t(string_size));
+  put64(h + h_tables_xxh3, xxh3(byte_span(out.data(), std::size_t(string_offset + string_size))));
+  return out;
+}
+
+}  // namespace fatpack::core

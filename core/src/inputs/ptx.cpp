@@ -1,0 +1,242 @@
+// Reading what fatpack needs from PTX text: the ISA (`.version 9.0`), the target (`.target sm_90a`
+// -> compute_90a) and the kernels (`.entry NAME`), plus the toolkit from nvcc's header comment.
+//
+// Policy: a small lexer, not a line matcher, so that comments (`//`, `/* */`), string literals
+// (`.file 1 "a//b.cu"`) and layout (a name followed directly by `(`, directives split over lines)
+// cannot fool it. Trailing NUL bytes are ignored: fatbins store PTX NUL-terminated and padded to 8
+// bytes. fatpack stores PTX without them (docs/format.md); the runtime appends one NUL when it
+// hands the text to the driver. A NUL inside the text is an error. Errors name the source and the
+// line.
+#include "fatpack/core/input.hpp"
+#include "inputs/inputs_internal.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace fatpack::core {
+namespace {
+
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+         c == '%' || c == '.';
+}
+
+// "Cuda compilation tools, release 13.0, V13.0.88" -> 13000; 0 if not found.
+std::uint32_t release_version(std::string_view s) {
+  const auto at = s.find("release ");
+  if (at == std::string_view::npos) return 0;
+  std::size_t i = at + 8;
+  std::uint32_t major = 0, minor = 0;
+  std::size_t digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 3) major = major * 10 + std::uint32_t(s[i++] - '0'), ++digits;
+  if (digits == 0 || i >= s.size() || s[i] != '.') return 0;
+  ++i;
+  digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 2) minor = minor * 10 + std::uint32_t(s[i++] - '0'), ++digits;
+  if (digits == 0 || minor > 9) return 0;
+  return major * 1000 + minor * 10;
+}
+
+struct token {
+  enum kind_t { end, word, punct, bad } kind = end;
+  std::string_view text;
+  std::size_t line = 1;
+};
+
+// Yields words (identifiers, directives, numbers such as 9.0), single punctuation characters and
+// `end`. Comments and string literals are skipped; comments are offered to `on_comment`.
+class lexer {
+ public:
+  explicit lexer(std::string_view text) : s_(text) {
+    if (s_.size() >= 3 && s_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;  // UTF-8 byte order mark
+  }
+
+  template <class F>
+  token next(F&& on_comment) {
+    for (;;) {
+      while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r' || s_[pos_] == '\n' ||
+                                  s_[pos_] == '\f' || s_[pos_] == '\v')) {
+        if (s_[pos_] == '\n') ++line_;
+        ++pos_;
+      }
+      if (pos_ >= s_.size()) return {token::end, {}, line_};
+      const char c = s_[pos_];
+      if (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '/') {
+        const std::size_t eol = s_.find('\n', pos_);
+        const std::size_t stop = eol == std::string_view::npos ? s_.size() : eol;
+        on_comment(s_.substr(pos_ + 2, stop - pos_ - 2));
+        pos_ = stop;
+        continue;
+      }
+      if (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '*') {
+        const std::size_t close = s_.find("*/", pos_ + 2);
+        const std::size_t stop = close == std::string_view::npos ? s_.size() : close + 2;
+        const std::string_view body = s_.substr(pos_, stop - pos_);
+        for (char ch : body) line_ += ch == '\n';
+        on_comment(body);
+        if (close == std::string_view::npos) return {token::bad, "unterminated /* comment", line_};
+        pos_ = stop;
+        continue;
+      }
+      if (c == '"') {
+        std::size_t i = pos_ + 1;
+        while (i < s_.size() && s_[i] != '"' && s_[i] != '\n') i += s_[i] == '\\' ? 2 : 1;
+        if (i >= s_.size() || s_[i] != '"') return {token::bad, "unterminated string literal", line_};
+        pos_ = i + 1;
+        continue;  // strings (only in .file / pragmas) carry nothing fatpack needs
+      }
+      if (word_char(c)) {
+        const std::size_t start = pos_;
+        while (pos_ < s_.size() && word_char(s_[pos_])) ++pos_;
+        return {token::word, s_.substr(start, pos_ - start), line_};
+      }
+      ++pos_;
+      return {token::punct, s_.substr(pos_ - 1, 1), line_};
+    }
+  }
+  token next() {
+    return next([](std::string_view) {});
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t pos_ = 0;
+  std::size_t line_ = 1;
+};
+
+bool parse_isa(std::string_view s, ptx_isa* out) {
+  const auto dot = s.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 >= s.size() || dot > 3 || s.size() - dot - 1 > 3) return false;
+  std::uint32_t major = 0, minor = 0;
+  for (char c : s.substr(0, dot)) {
+    if (c < '0' || c > '9') return false;
+    major = major * 10 + std::uint32_t(c - '0');
+  }
+  for (char c : s.substr(dot + 1)) {
+    if (c < '0' || c > '9') return false;
+    minor = minor * 10 + std::uint32_t(c - '0');
+  }
+  if (major == 0) return false;
+  out->major = std::uint16_t(major);
+  out->minor = std::uint16_t(minor);
+  return true;
+}
+
+// "sm_90" / "sm_90a" / "sm_100f" -> target{ptx, arch, variant}.
+bool parse_sm(std::string_view s, target* out) {
+  if (s.size() < 5 || s.substr(0, 3) != "sm_") return false;
+  std::size_t i = 3;
+  std::uint32_t n = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 7) n = n * 10 + std::uint32_t(s[i++] - '0');
+  if (i - 3 < 2) return false;
+  const std::string_view suffix = s.substr(i);
+  out->kind = entry_kind::ptx;
+  out->arch = n;
+  if (suffix.empty()) out->variant = arch_variant::plain;
+  else if (suffix == "a") out->variant = arch_variant::arch_specific;
+  else if (suffix == "f") out->variant = arch_variant::family;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+namespace detail {
+
+// Size of the text without trailing NUL padding.
+std::size_t ptx_text_size(byte_span bytes) {
+  std::size_t n = bytes.size;
+  while (n > 0 && bytes.data[n - 1] == 0) --n;
+  return n;
+}
+
+// PTX must begin (after whitespace and comments) with `.version`, and `.target` must follow.
+bool is_ptx_text(byte_span bytes) {
+  const std::size_t n = ptx_text_size(bytes);
+  if (n == 0 || std::memchr(bytes.data, 0, n) != nullptr) return false;
+  lexer lex(std::string_view(reinterpret_cast<const char*>(bytes.data), n));
+  token t = lex.next();
+  if (t.kind != token::word || t.text != ".version") return false;
+  for (int budget = 0; budget < 64; ++budget) {  // .target comes right after .version in valid PTX
+    t = lex.next();
+    if (t.kind == token::end || t.kind == token::bad) return false;
+    if (t.kind == token::word && t.text == ".target") return true;
+  }
+  return false;
+}
+
+}  // namespace detail
+
+result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
+  const std::string src(source);
+  auto fail = [&](errc code, const std::string& what) { return make_error(code, src + ": " + what); };
+  const std::size_t n = detail::ptx_text_size(bytes);
+  if (n == 0) return fail(errc::malformed, "empty PTX");
+  if (const void* nul = std::memchr(bytes.data, 0, n))
+    return fail(errc::malformed, "NUL byte at offset " +
+                                     std::to_string(static_cast<const std::uint8_t*>(nul) - bytes.data) +
+                                     " inside the PTX text (not PTX?)");
+
+  ptx_info info;
+  bool have_version = false, have_target = false;
+  auto on_comment = [&](std::string_view c) {
+    if (info.toolkit_version == 0 && c.find("Cuda compilation tools") != std::string_view::npos)
+      info.toolkit_version = release_version(c);
+  };
+  lexer lex(std::string_view(reinterpret_cast<const char*>(bytes.data), n));
+  token t = lex.next(on_comment);
+  while (t.kind != token::end) {
+    if (t.kind == token::bad) return fail(errc::malformed, "line " + std::to_string(t.line) + ": " + std::string(t.text));
+    if (t.kind != token::word) {
+      t = lex.next(on_comment);
+      continue;
+    }
+    if (t.text == ".version") {
+      const token v = lex.next(on_comment);
+      if (!have_version) {
+        if (v.kind != token::word || !parse_isa(v.text, &info.isa))
+          return fail(errc::malformed, "line " + std::to_string(t.line) + ": .version '" + std::string(v.text) +
+                                           "' is not MAJOR.MINOR");
+        have_version = true;
+      }
+      t = lex.next(on_comment);
+    } else if (t.text == ".target") {
+      // `.target sm_90a` or a list such as `.target sm_90, texmode_independent`.
+      const std::size_t line = t.line;
+      bool found = false;
+      token v = lex.next(on_comment);
+      for (;;) {
+        if (v.kind != token::word) break;
+        if (!found && v.text.substr(0, 3) == "sm_") {
+          if (!parse_sm(v.text, &info.target))
+            return fail(errc::malformed, "line " + std::to_string(line) + ": .target '" + std::string(v.text) +
+                                             "' is not sm_XY, sm_XYa or sm_XYf");
+          found = true;
+        }
+        v = lex.next(on_comment);
+        if (v.kind != token::punct || v.text != ",") break;
+        v = lex.next(on_comment);
+      }
+      if (!have_target) {
+        if (!found) return fail(errc::malformed, "line " + std::to_string(line) + ": .target names no sm_XY architecture");
+        have_target = true;
+      }
+      t = v;
+    } else if (t.text == ".entry") {
+      const token name = lex.next(on_comment);
+      if (name.kind != token::word || name.text.empty() || name.text[0] == '.')
+        return fail(errc::malformed, "line " + std::to_string(t.line) + ": .entry without a name");
+      bool seen = false;
+      for (const auto& k : info.kernels) seen = seen || k == name.text;
+      if (!seen) info.kernels.emplace_back(std::string(name.text));
+      t = lex.next(on_comment);
+    } else {
+      t = lex.next(on_comment);
+    }
+  }
+  if (!have_version) return fail(errc::malformed, "no .version directive (not PTX?)");
+  if (!have_target) return fail(errc::malformed, "no .target directive");
+  return info;
+}
+
+}  // namespace fatpack::core

@@ -1,0 +1,236 @@
+// The administrative API (cache_admin.hpp): stats, list, verify, prune, clear.
+#include "admin_impl.hpp"
+
+#include "cache/config.hpp"
+#include "cache/directory.hpp"
+#include "cache/eviction.hpp"
+#include "cache/fs.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <map>
+
+namespace fatpack::detail::cache {
+
+namespace {
+
+// The header and key texts of an entry file (no payload).
+bool read_head(const std::string& path, std::uint64_t size, entry_header& h, std::string& code_text,
+               std::string& driver_text, std::string& problem) {
+  fs& f = current_fs();
+  int fd = -1;
+  if (int e = f.open(path, open_mode::read, fd)) {
+    problem = errno_text(e);
+    return false;
+  }
+  std::vector<std::uint8_t> head(std::min<std::uint64_t>(size, 64 * 1024 + 4096 + entry_header_size));
+  std::size_t got = 0;
+  int e = f.pread(fd, head.data(), head.size(), 0, got);
+  f.close(fd);
+  if (e) {
+    problem = errno_text(e);
+    return false;
+  }
+  if (auto bad = parse_header(core::byte_span(head.data(), got), size, h)) {
+    problem = *bad;
+    return false;
+  }
+  if (h.header_size + std::uint64_t(h.code_text_size) + h.driver_text_size > got) {
+    problem = "key texts run past the header";
+    return false;
+  }
+  code_text.assign(reinterpret_cast<const char*>(head.data() + h.header_size), h.code_text_size);
+  driver_text.assign(reinterpret_cast<const char*>(head.data() + h.header_size + h.code_text_size), h.driver_text_size);
+  return true;
+}
+
+}  // namespace
+
+std::string default_cache_dir() { return default_user_dir(); }
+bool parse_max_size(const std::string& text, std::uint64_t& out) { return parse_size(text, out); }
+
+result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_only) {
+  if (dir.empty() || dir[0] != '/')
+    return error{errc::invalid_argument, 0, "cache directory '" + dir + "' must be an absolute path", {}};
+  const config cfg = config_from_env();
+  fs& f = current_fs();
+  file_stat st;
+  if (read_only) {
+    // A missing cache is an empty one; an existing one must pass the same ownership rules as a
+    // prebuilt layer (ours, or root's; not writable by group/others).
+    if (f.stat(format_dir(dir), st) == 0) {
+      dir_verdict v = check_prebuilt_dir(dir);
+      if (v.access == dir_access::refused) return error{errc::invalid_argument, 0, v.warning, {}};
+    }
+    return std::unique_ptr<admin>(new admin_impl(cache_dir::open(dir, false, cfg.max_bytes, dir, false)));
+  }
+  dir_verdict v = prepare_user_dir(dir, false);
+  if (v.access != dir_access::read_write)
+    return error{errc::io, 0, v.warning.empty() ? dir + ": cannot be opened read-write" : v.warning, {}};
+  return std::unique_ptr<admin>(new admin_impl(cache_dir::open(dir, true, cfg.max_bytes, dir, false)));
+}
+
+disk_stats admin_impl::stats() {
+  disk_stats s;
+  s.path = d_->root();
+  s.writable = d_->writable();
+  s.max_bytes = d_->max_bytes();
+  for (const auto& it : d_->scan()) {
+    if (it.temp) {
+      ++s.temp_files;
+      continue;
+    }
+    index_slot slot;
+    if (!parse_file_name(it.name, slot.code, slot.driver)) continue;
+    ++s.entries;
+    s.bytes += it.st.size;
+    entry_header h;
+    std::string ct, dt, problem;
+    if (read_head(it.path, it.st.size, h, ct, dt, problem)) s.cubin_bytes += h.cubin_size;
+  }
+  if (auto idx = d_->index()) {
+    s.index_ok = true;
+    s.index_bytes = idx->file_bytes();
+    s.index_entries = idx->live();
+    s.index_total_bytes = idx->total_bytes();
+  }
+  return s;
+}
+
+std::vector<entry_info> admin_impl::list() {
+  std::vector<entry_info> out;
+  auto idx = d_->index();
+  for (const auto& it : d_->scan()) {
+    if (it.temp) continue;
+    index_slot slot;
+    if (!parse_file_name(it.name, slot.code, slot.driver)) continue;
+    entry_header h;
+    entry_info e;
+    std::string problem;
+    if (!read_head(it.path, it.st.size, h, e.code_text, e.driver_text, problem)) continue;
+    e.file = it.path;
+    e.code_key = hex_bytes(h.code_hash.data(), h.code_hash.size());
+    driver_id d;
+    d.hash = h.driver_hash;
+    e.driver_id = d.hex();
+    e.sm = sm_arch(h.sm);
+    e.arch_specific = (h.sm & 0x10000) != 0;
+    e.cubin_bytes = h.cubin_size;
+    e.disk_bytes = it.st.size;
+    e.created_unix_s = h.created_unix_ns / 1000000000;
+    index_slot found;
+    if (idx && idx->find(slot.code, slot.driver, &found)) e.last_use_unix_s = found.last_use_s;
+    out.push_back(std::move(e));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const entry_info& a, const entry_info& b) { return a.last_use_unix_s > b.last_use_unix_s; });
+  return out;
+}
+
+std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
+  std::vector<entry_problem> out;
+  fs& f = current_fs();
+  const bool rm = remove_bad && d_->writable();
+  std::uint64_t bytes = 0, entries = 0;
+  for (const auto& it : d_->scan()) {
+    entry_problem p;
+    p.file = it.path;
+    if (it.temp) {
+      int fd = -1;
+      bool alive = false;
+      if (f.open(it.path, open_mode::read, fd) == 0) {
+        alive = f.try_flock(fd) != 0;
+        f.close(fd);
+      }
+      if (alive) continue;  // being written right now
+      p.problem = "stray temporary file (its writer died)";
+    } else {
+      index_slot slot;
+      if (!parse_file_name(it.name, slot.code, slot.driver)) {
+        p.problem = "not a cache entry name";
+      } else {
+        // Read it whole and check everything the runtime checks; the key comes from the entry's own
+        // text and must hash to the name it has.
+        entry_header h;
+        std::string ct, dt, problem;
+        if (!read_head(it.path, it.st.size, h, ct, dt, problem)) {
+          p.problem = problem;
+        } else {
+          code_key ck = code_key_of_text(ct);
+          driver_id dk;
+          dk.text = dt;
+          dk.hash = XXH3_64bits(dt.data(), dt.size());
+          if (ck.hash != slot.code || dk.hash != slot.driver) {
+            p.problem = "entry holds another key than its file name says (" + ct + ")";
+          } else {
+            expected_key want{&ck, &dk, 0};
+            std::vector<std::uint8_t> cubin;
+            std::string drv;
+            read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
+            if (s != read_status::ok) p.problem = problem.empty() ? "unreadable" : problem;
+          }
+        }
+      }
+      if (p.problem.empty()) {
+        ++entries;
+        bytes += it.st.size;
+        continue;
+      }
+    }
+    if (rm) p.removed = f.unlink(it.path) == 0;
+    out.push_back(std::move(p));
+  }
+  // The index: present, undamaged, and agreeing with the files.
+  std::string ip = d_->index_problem();
+  auto idx = d_->index();
+  entry_problem ix;
+  ix.file = d_->dir() + "/index.v1";
+  if (!ip.empty() && !idx) {
+    ix.problem = "index unusable: " + ip;
+  } else if (idx) {
+    std::uint64_t damaged = idx->damaged_slots();
+    if (damaged) ix.problem = "index has " + std::to_string(damaged) + " damaged slots";
+    else if (idx->live() != entries || idx->total_bytes() != bytes)
+      ix.problem = "index lists " + std::to_string(idx->live()) + " entries / " + std::to_string(idx->total_bytes()) +
+                   " bytes, the directory holds " + std::to_string(entries) + " / " + std::to_string(bytes);
+  }
+  if (!ix.problem.empty()) {
+    if (rm) {
+      std::string why;
+      ix.removed = d_->rebuild_index(why, idx ? idx->capacity() : 0, true);
+    }
+    out.push_back(std::move(ix));
+  }
+  return out;
+}
+
+prune_result admin_impl::prune(std::uint64_t max_bytes) {
+  prune_result r;
+  if (!d_->writable()) return r;
+  // Accounting first, so that entries the index missed are candidates too.
+  std::string why;
+  d_->rebuild_index(why, 0, true);
+  evict_result e = evict_to(*d_, max_bytes, true);
+  r.removed = e.removed;
+  r.bytes_freed = e.bytes_freed;
+  auto idx = d_->index();
+  r.bytes_left = idx ? idx->total_bytes() : 0;
+  clean_temp_files(*d_, 24 * 3600);
+  return r;
+}
+
+status admin_impl::clear() {
+  if (!d_->writable()) return error{errc::invalid_argument, 0, d_->root() + ": opened read-only", {}};
+  fs& f = current_fs();
+  std::string failed;
+  for (const auto& it : d_->scan()) {
+    if (int e = f.unlink(it.path); e && e != ENOENT && failed.empty()) failed = it.path + ": " + errno_text(e);
+  }
+  std::string why;
+  if (!d_->rebuild_index(why, 0, true) && failed.empty()) failed = why;
+  if (!failed.empty()) return error{errc::io, 0, "clearing " + d_->root() + ": " + failed, {}};
+  return {};
+}
+
+}  // namespace fatpack::detail::cache

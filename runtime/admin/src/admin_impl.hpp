@@ -1,0 +1,24 @@
+// The implementation class behind cache_admin.hpp's `admin`, shared by admin.cpp and warm.cpp.
+#pragma once
+
+#include "fatpack/admin/cache_admin.hpp"
+#include "cache/store.hpp"
+
+namespace fatpack::detail::cache {
+
+class admin_impl final : public admin {
+ public:
+  explicit admin_impl(std::shared_ptr<cache_dir> d) : d_(std::move(d)) {}
+  const std::string& path() const override { return d_->root(); }
+  disk_stats stats() override;
+  std::vector<entry_info> list() override;
+  std::vector<entry_problem> verify(bool remove_bad) override;
+  prune_result prune(std::uint64_t max_bytes) override;
+  status clear() override;
+  cache_dir& dir() { return *d_; }
+
+ private:
+  std::shared_ptr<cache_dir> d_;
+};
+
+}  // namespace fatpack::detail::cache

@@ -1,0 +1,306 @@
+// The C++ API (fatpack/fatpack.hpp): thin glue over driver, devices, registry, selection, loader, JIT.
+#include "fatpack/fatpack.hpp"
+
+#include "platform/device.hpp"
+#include "jit/service.hpp"
+#include "load/loader.hpp"
+#include "platform/log.hpp"
+#include "load/module_table.hpp"
+#include "registry/registry.hpp"
+#include "load/selection.hpp"
+
+#include <condition_variable>
+#include <mutex>
+
+namespace fatpack {
+
+namespace detail {
+
+struct module_access {
+  static module make(std::shared_ptr<module_state> s) { return module(std::move(s)); }
+  static const std::shared_ptr<module_state>& state(const module& m) { return m.state_; }
+  static std::shared_ptr<warm_handle::state>& state(warm_handle& w) { return w.state_; }
+};
+
+}  // namespace detail
+
+struct warm_handle::state {
+  std::vector<std::shared_ptr<detail::jit_task>> tasks;
+  status failed;  // why nothing could be queued (no driver, no packages)
+};
+
+// ---- errors ----------------------------------------------------------------------------------------
+
+const char* errc_name(errc code) noexcept {
+  switch (code) {
+    case errc::ok: return "ok";
+    case errc::no_driver: return "no_driver";
+    case errc::driver_too_old: return "driver_too_old";
+    case errc::driver_symbol_missing: return "driver_symbol_missing";
+    case errc::no_device: return "no_device";
+    case errc::invalid_device: return "invalid_device";
+    case errc::no_packages: return "no_packages";
+    case errc::not_found: return "not_found";
+    case errc::ambiguous: return "ambiguous";
+    case errc::no_compatible_entry: return "no_compatible_entry";
+    case errc::load_failed: return "load_failed";
+    case errc::jit_failed: return "jit_failed";
+    case errc::bad_package: return "bad_package";
+    case errc::io: return "io";
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::cuda: return "cuda";
+  }
+  return "unknown";
+}
+
+std::string error::what() const {
+  std::string s = "fatpack: " + std::string(errc_name(code)) + ": " + message;
+  if (!log.empty()) {
+    s += "\nlog:";
+    std::size_t pos = 0;
+    while (pos < log.size()) {
+      std::size_t nl = log.find('\n', pos);
+      s += "\n  " + log.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  }
+  return s;
+}
+
+// ---- driver and devices -------------------------------------------------------------------------
+
+status init() {
+  const auto& d = detail::load_devices();
+  if (!d) return d.error();
+  return {};
+}
+
+result<int> driver_version() {
+  const auto& d = detail::load_driver();
+  if (!d) return d.error();
+  return (*d)->version;
+}
+
+std::string driver_library() { return detail::driver_path(); }
+
+result<int> device_count() {
+  const auto& d = detail::load_devices();
+  if (!d) return d.error();
+  return static_cast<int>((*d)->devices.size());
+}
+
+result<device_info> device(int ordinal) {
+  const auto& d = detail::load_devices();
+  if (!d) return d.error();
+  if (ordinal < 0) return error{errc::invalid_device, 0, "device " + std::to_string(ordinal) + " does not exist", {}};
+  auto dev = detail::pick_device(**d, ordinal);
+  if (!dev) return std::move(dev).error();
+  return (*dev)->info();
+}
+
+result<void*> driver_entry_point(const char* symbol, int cuda_version) {
+  if (!symbol || !*symbol) return error{errc::invalid_argument, 0, "driver_entry_point: empty symbol name", {}};
+  const auto& d = detail::load_driver();
+  if (!d) return d.error();
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
+  CUresult r = (*d)->get_proc(symbol, &fn, cuda_version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+  if (r != CUDA_SUCCESS || !fn)
+    return detail::cuda_error(errc::driver_symbol_missing, r,
+                              (*d)->path + ": driver entry point " + symbol + " (CUDA " +
+                                  core::cuda_version_str(cuda_version) + " ABI) not found");
+  return fn;
+}
+
+void set_jit_threads(unsigned n) { detail::jit_service::instance().set_threads(n); }
+
+// ---- registry ------------------------------------------------------------------------------------
+
+status add_package_file(const std::string& path) { return detail::registry::instance().add_file(path); }
+
+status add_package_memory(const void* data, std::size_t size, std::string_view source, ownership own) {
+  return detail::registry::instance().add_memory(data, size, source, own);
+}
+
+status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name) {
+  return detail::registry::instance().add_image(data, size, module_name, package_name);
+}
+
+result<std::vector<package_info>> packages() {
+  auto ps = detail::registry::instance().packages();
+  if (!ps) return std::move(ps).error();
+  std::vector<package_info> out;
+  for (const auto& p : *ps) {
+    package_info i;
+    i.name = p->name;
+    i.source = p->source;
+    i.entries = p->view.entries().size();
+    i.modules = p->modules;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+// ---- modules -------------------------------------------------------------------------------------
+
+namespace {
+
+struct resolved {
+  const detail::device_set* set = nullptr;
+  const detail::device* dev = nullptr;
+  detail::module_entries me;
+  policy pol = policy::prefer_sass;
+};
+
+result<resolved> resolve(std::string_view module_name, const load_options& options) {
+  if (module_name.empty()) return error{errc::invalid_argument, 0, "load_module: empty module name", {}};
+  // The registry first: "no packages" is the more useful message when both are missing.
+  auto me = detail::registry::instance().find_module(module_name, options.package);
+  if (!me) return std::move(me).error();
+  const auto& ds = detail::load_devices();
+  if (!ds) {
+    error e = ds.error();
+    e.message = "cannot load module '" + std::string(module_name) + "': " + e.message;
+    return e;
+  }
+  auto dev = detail::pick_device(**ds, options.device);
+  if (!dev) return std::move(dev).error();
+  resolved r;
+  r.set = *ds;
+  r.dev = *dev;
+  r.me = std::move(me.value());
+  r.pol = detail::resolve_policy(options.policy);
+  return r;
+}
+
+}  // namespace
+
+result<module> load_module(std::string_view module_name, const load_options& options) {
+  auto r = resolve(module_name, options);
+  if (!r) return std::move(r).error();
+  auto st = detail::module_table::instance().get_or_load(*r->set->drv, *r->dev, r->me, r->pol);
+  if (!st) return std::move(st).error();
+  return detail::module_access::make(std::move(st.value()));
+}
+
+result<load_report> plan_module(std::string_view module_name, const load_options& options) {
+  auto r = resolve(module_name, options);
+  if (!r) return std::move(r).error();
+  return detail::plan_entries(*r->dev, r->me, r->pol);
+}
+
+result<cu_function> module::function(std::string_view kernel) const {
+  if (!state_) return error{errc::invalid_argument, 0, "function(): empty module handle", {}};
+  auto& s = *state_;
+  std::string name(kernel);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.functions.find(name);
+  if (it != s.functions.end()) return it->second;
+  CUfunction f = nullptr;
+  CUresult r;
+  {
+    detail::scoped_context current(*s.drv, s.ctx.get());
+    r = s.drv->cuModuleGetFunction(&f, s.mod, name.c_str());
+  }
+  if (r != CUDA_SUCCESS || !f) {
+    std::string have;
+    for (const auto& k : s.kernels) have += (have.empty() ? "" : ", ") + k;
+    return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
+                              "kernel '" + name + "' in module '" + s.module_name + "' (package '" + s.package->name +
+                                  "', " + s.report.target + ") on " + s.dev->identify() + ": " +
+                                  s.drv->call_failed("cuModuleGetFunction", r) + "; the module has: " +
+                                  (have.empty() ? "no kernels" : have));
+  }
+  s.functions.emplace(std::move(name), f);
+  return f;
+}
+
+cu_module module::handle() const noexcept { return state_ ? state_->mod : nullptr; }
+cu_context module::context() const noexcept { return state_ ? state_->ctx.get() : nullptr; }
+int module::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
+
+const std::string& module::package_name() const noexcept {
+  static const std::string empty;
+  return state_ ? state_->package->name : empty;
+}
+const std::string& module::name() const noexcept {
+  static const std::string empty;
+  return state_ ? state_->module_name : empty;
+}
+std::vector<std::string> module::kernels() const { return state_ ? state_->kernels : std::vector<std::string>{}; }
+const load_report& module::report() const noexcept {
+  static const load_report empty;
+  return state_ ? state_->report : empty;
+}
+
+// ---- warm-up -------------------------------------------------------------------------------------
+
+warm_handle warm(const warm_options& options) {
+  warm_handle h;
+  auto st = std::make_shared<warm_handle::state>();
+  detail::module_access::state(h) = st;
+  auto ps = detail::registry::instance().packages();
+  if (!ps) {
+    st->failed = ps.error();
+    return h;
+  }
+  const auto& ds = detail::load_devices();
+  if (!ds) {
+    st->failed = ds.error();
+    return h;
+  }
+  policy pol = detail::resolve_policy(std::nullopt);
+  for (const auto& p : *ps) {
+    if (!options.package.empty() && p->name != options.package) continue;
+    for (const auto& m : p->modules) {
+      detail::module_entries me;
+      me.package = p;
+      const auto& es = p->view.entries();
+      for (std::size_t i = 0; i < es.size(); ++i)
+        if (es[i].module_name == m) me.entries.push_back(i);
+      for (const auto& dev : (*ds)->devices) {
+        if (options.device >= 0 && dev.ordinal != options.device) continue;
+        auto sel = detail::select_entries(me, dev.arch, dev.tegra, dev.driver_version, pol);
+        if (!sel.sel.chosen) continue;
+        const auto& e = es.at(*sel.sel.chosen);
+        if (e.target.kind != core::entry_kind::ptx) continue;  // SASS needs no compile
+        detail::jit_request req;
+        req.package = p;
+        req.entry = *sel.sel.chosen;
+        req.drv = (*ds)->drv;
+        req.dev = &dev;
+        req.module = m;
+        st->tasks.push_back(detail::jit_service::instance().enqueue(req));
+        detail::log_line(log_level::debug, "warm: queued " + m + " (" + detail::describe_target(e) + ") for " +
+                                               dev.identify());
+      }
+    }
+  }
+  return h;
+}
+
+bool warm_handle::done() const {
+  if (!state_) return true;
+  for (const auto& t : state_->tasks) {
+    if (!detail::jit_task_done(t)) return false;
+  }
+  return true;
+}
+
+status warm_handle::wait() const {
+  if (!state_) return {};
+  status first = state_->failed;
+  for (const auto& t : state_->tasks) {
+    auto r = detail::jit_service::instance().wait(t);
+    if (!r) {
+      detail::log_line(log_level::warn, "warm-up: " + r.error().message);
+      if (first.ok()) first = r.error();
+    }
+  }
+  return first;
+}
+
+std::size_t warm_handle::jobs() const { return state_ ? state_->tasks.size() : 0; }
+
+}  // namespace fatpack

@@ -1,0 +1,48 @@
+// PTX -> SASS bytes through the driver's own JIT: cuLinkCreate / cuLinkAddData(PTX) / cuLinkComplete.
+//
+// Why cuLink and not cuModuleLoadData(PTX): it is the only driver API that hands the produced cubin
+// back (so it can be cached, issue 4), the driver knows GPUs newer than our toolkit, its kernels are
+// as fast, and it scales across threads where module-load JIT is serialised inside a process
+// (shared/anchors.md). The caller makes the device's context current (the JIT targets it) unless a
+// target is given explicitly (CU_JIT_TARGET, cross-compiling for another CC).
+//
+// Both logs are captured: the info log is returned with the bytes, the error log becomes error::log.
+#pragma once
+
+#include "platform/driver.hpp"
+
+#include "fatpack/core/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fatpack::detail {
+
+// JIT options, from the ptxas options an entry was built with (its `options` field):
+// -O<n>, -lineinfo / --generate-line-info, -g / --device-debug, --maxrregcount=<n> / -maxrregcount <n>.
+// Anything else is listed in `ignored` (reported in the info log, never silently dropped).
+struct jit_options {
+  int optimization_level = -1;  // -1: driver default (4)
+  int max_registers = 0;        // 0: no limit
+  bool line_info = false;
+  bool debug_info = false;
+  std::vector<std::string> ignored;
+};
+jit_options parse_jit_options(std::string_view ptxas_options);
+
+struct jit_output {
+  std::vector<std::uint8_t> sass;  // the cubin
+  std::string info_log;
+  double wall_ms = 0;              // measured around cuLinkAddData + cuLinkComplete
+};
+
+// Compiles NUL-terminated PTX (`ptx` includes the terminating NUL). `name` appears in the driver's
+// log and in errors ("vadd: compute_80 (PTX ISA 9.0)"). `target` is a CUjit_target value
+// for CU_JIT_TARGET (90, or 0x10000 + 90 for sm_90a); nullopt targets the current context's device.
+result<jit_output> jit_link(const driver& d, core::byte_span ptx, std::string_view name, const jit_options& opts,
+                             std::optional<std::uint32_t> target);
+
+}  // namespace fatpack::detail

@@ -1,0 +1,255 @@
+// The loader (see loader.hpp for the policy).
+#include "load/loader.hpp"
+
+#include "platform/clock.hpp"
+#include "jit/service.hpp"
+#include "platform/log.hpp"
+#include "platform/os.hpp"
+#include "load/selection.hpp"
+
+#include "fatpack/core/codec.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace fatpack::detail {
+
+namespace {
+
+// Large entries are decompressed on several threads (independent blocks, docs/format.md); the
+// codec keeps small ones on the calling thread.
+unsigned decompress_threads() {
+  static const unsigned n = std::min(8u, std::max(1u, os::hardware_threads()));
+  return n;
+}
+
+std::string where(const device& dev, const module_entries& me) {
+  return "module '" + std::string(me.package->view.entries().at(me.entries.front()).module_name) + "' of package '" +
+         me.package->name + "' on " + dev.identify();
+}
+
+struct load_outcome {
+  CUmodule mod = nullptr;
+  CUresult status = CUDA_SUCCESS;
+  std::string log;
+};
+
+// cuModuleLoadDataEx with the driver's error log captured, in `ctx`.
+load_outcome load_image(const driver& d, CUcontext ctx, const void* image) {
+  constexpr std::size_t log_size = 16 * 1024;
+  auto err = std::make_unique<char[]>(log_size);
+  err[0] = 0;
+  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[] = {err.get(), reinterpret_cast<void*>(static_cast<std::uintptr_t>(log_size - 1))};
+  load_outcome out;
+  scoped_context current(d, ctx);
+  if (!current.ok()) {
+    out.status = CUDA_ERROR_INVALID_CONTEXT;
+    return out;
+  }
+  out.status = d.cuModuleLoadDataEx(&out.mod, image, 2, keys, vals);
+  if (out.status != CUDA_SUCCESS) {
+    out.mod = nullptr;
+    out.log = std::string(err.get(), strnlen(err.get(), log_size));
+  }
+  return out;
+}
+
+// The report's phases are those of every attempt, failed ones included (a refused entry's
+// decompression and JIT were spent too).
+void add_up_phases(load_report& rep) {
+  rep.decompress_ms = rep.jit_ms = rep.load_ms = 0;
+  for (const auto& a : rep.attempts) {
+    rep.decompress_ms += a.decompress_ms;
+    rep.jit_ms += a.jit_ms;
+    rep.load_ms += a.load_ms;
+  }
+}
+
+void fill_header(load_report& rep, const device& dev, const module_entries& me, policy p) {
+  rep.package = me.package->name;
+  rep.module = std::string(me.package->view.entries().at(me.entries.front()).module_name);
+  rep.device = dev.ordinal;
+  rep.device_name = dev.name;
+  rep.arch = dev.arch;
+  rep.driver_version = dev.driver_version;
+  rep.max_ptx_isa = dev.max_ptx_isa.known() ? dev.max_ptx_isa.str() : std::string();
+  rep.policy = p;
+}
+
+}  // namespace
+
+module_state::~module_state() {
+  if (mod && drv) {
+    scoped_context current(*drv, ctx.get());
+    (void)drv->cuModuleUnload(mod);
+  }
+}
+
+load_report plan_entries(const device& dev, const module_entries& me, policy p) {
+  load_report rep;
+  fill_header(rep, dev, me, p);
+  auto ms = select_entries(me, dev.arch, dev.tegra, dev.driver_version, p);
+  rep.candidates = std::move(ms.candidates);
+  rep.select_ms = ms.ms;
+  if (ms.sel.chosen) {
+    rep.entry = *ms.sel.chosen;
+    const auto& e = me.package->view.entries().at(rep.entry);
+    rep.target = describe_target(e);
+    rep.jit = e.target.kind != core::entry_kind::sass;
+    for (const auto& c : ms.sel.candidates)
+      if (c.entry == rep.entry) rep.reason = c.reason;
+  }
+  return rep;
+}
+
+result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
+                                                   policy p) {
+  stopwatch total;
+  auto st = std::make_shared<module_state>();
+  st->drv = &drv;
+  st->dev = &dev;
+  st->package = me.package;
+  load_report& rep = st->report;
+  fill_header(rep, dev, me, p);
+  st->module_name = rep.module;
+
+  auto ms = select_entries(me, dev.arch, dev.tegra, dev.driver_version, p);
+  rep.candidates = std::move(ms.candidates);
+  rep.select_ms = ms.ms;
+  const auto& entries = me.package->view.entries();
+
+  if (!ms.sel.chosen) {
+    rep.total_ms = total.ms();
+    log_line(log_level::info, rep.trace());
+    return error{errc::no_compatible_entry, 0, "cannot load " + where(dev, me) + ": " + ms.sel.nothing_fits, {}};
+  }
+
+  {
+    stopwatch sw;
+    if (auto k = keep_primary_context(drv, dev); !k) return k.error();
+    auto ctx = primary_context::retain(drv, dev);
+    if (!ctx) return std::move(ctx).error();
+    st->ctx = std::move(ctx.value());
+    rep.context_ms = sw.ms();
+  }
+
+  bool any_load_refused = false, any_jit_failed = false;
+  for (const auto& c : ms.sel.candidates) {
+    if (c.verdict == core::verdict::rejected) continue;
+    const auto& e = entries.at(c.entry);
+    attempt_info a;
+    a.entry = c.entry;
+    a.target = describe_target(e);
+    CUresult status = CUDA_SUCCESS;
+    load_outcome lo;
+    // Hands `image` to the driver in the module's context and records the outcome in `a`.
+    auto load_and_record = [&](const void* image, const char* call) {
+      stopwatch sw;
+      lo = load_image(drv, st->ctx.get(), image);
+      a.load_ms = sw.ms();
+      status = lo.status;
+      if (status != CUDA_SUCCESS) {
+        any_load_refused = true;
+        a.message = drv.call_failed(call, status);
+        a.log = lo.log;
+      }
+    };
+
+    if (e.target.kind == core::entry_kind::sass) {
+      stopwatch sw;
+      // Only the entry being tried is decompressed, into a buffer that goes as soon as the driver has
+      // the module. An uncompressed entry is handed to the driver in place (after its checksum).
+      std::unique_ptr<os::scratch_buffer> raw;
+      const std::uint8_t* image = nullptr;
+      std::string bad;
+      if (e.codec == core::codec::none) {
+        auto stored = me.package->view.stored_payload(c.entry);
+        if (stored.size != e.raw_size || core::xxh3(stored) != e.raw_xxh3)
+          bad = std::string(me.package->view.source()) + ": " + e.describe() + ": raw data checksum mismatch";
+        image = stored.data;
+      } else {
+        raw = std::make_unique<os::scratch_buffer>(static_cast<std::size_t>(e.raw_size));
+        if (!*raw) {
+          bad = "out of host memory for " + std::to_string(e.raw_size) + " bytes";
+        } else if (auto s = me.package->view.decompress_into(c.entry, raw->data(), decompress_threads(),
+                                                                   core::package_view::check::stored);
+                   !s) {
+          bad = s.err().message;
+        }
+        image = raw ? raw->data() : nullptr;
+      }
+      a.decompress_ms = sw.ms();
+      if (!bad.empty()) {
+        a.message = std::move(bad);
+        rep.attempts.push_back(std::move(a));
+        continue;
+      }
+      load_and_record(image, "cuModuleLoadDataEx");
+    } else if (e.target.kind == core::entry_kind::ptx) {
+      a.jit = true;
+      jit_request req;
+      req.package = me.package;
+      req.entry = c.entry;
+      req.drv = &drv;
+      req.dev = &dev;
+      req.module = rep.module;
+      stopwatch sw;
+      auto jr = jit_service::instance().compile(req);
+      double waited = sw.ms();
+      if (!jr) {
+        any_jit_failed = true;
+        a.cuda_status = jr.error().cuda_status;
+        a.message = jr.error().message;
+        a.log = jr.error().log;
+        a.jit_ms = waited;
+        rep.attempts.push_back(std::move(a));
+        continue;
+      }
+      a.jit_reused = jr->reused;
+      a.jit_path = jr->path;
+      a.decompress_ms = jr->decompress_ms;
+      a.jit_ms = jr->reused ? waited : jr->jit_ms;
+      a.log = jr->info_log;
+      load_and_record(jr->sass->data(), "cuModuleLoadDataEx (JIT output)");
+    } else {
+      a.message = "LTO-IR entries need nvJitLink, which this runtime does not use yet";
+      rep.attempts.push_back(std::move(a));
+      continue;
+    }
+
+    a.cuda_status = static_cast<int>(status);
+    a.ok = status == CUDA_SUCCESS;
+    rep.attempts.push_back(a);
+    if (!a.ok) continue;
+
+    st->mod = lo.mod;
+    rep.loaded = true;
+    rep.entry = c.entry;
+    rep.target = a.target;
+    rep.reason = c.reason;
+    rep.jit = a.jit;
+    rep.jit_reused = a.jit_reused;
+    rep.jit_path = a.jit_path;
+    st->kernels.assign(e.kernels.begin(), e.kernels.end());
+    add_up_phases(rep);
+    rep.total_ms = total.ms();
+    log_line(log_level::info, rep.trace());
+    return st;
+  }
+  add_up_phases(rep);
+  rep.total_ms = total.ms();
+  log_line(log_level::info, rep.trace());
+  std::string msg = "cannot load " + where(dev, me) + ": every usable entry was refused:";
+  std::string log;
+  int last_status = 0;
+  for (const auto& a : rep.attempts) {
+    msg += "\n  entry " + std::to_string(a.entry) + " " + a.target + ": " + a.message;
+    if (!a.log.empty()) log += (log.empty() ? "" : "\n") + ("entry " + std::to_string(a.entry) + " " + a.target + ":\n" + a.log);
+    if (a.cuda_status) last_status = a.cuda_status;
+  }
+  return error{any_load_refused ? errc::load_failed : any_jit_failed ? errc::jit_failed : errc::bad_package, last_status, std::move(msg), std::move(log)};
+}
+
+}  // namespace fatpack::detail

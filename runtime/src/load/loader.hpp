@@ -1,0 +1,53 @@
+// The loader: walks the selector's candidates for one module on one device, decompresses only the
+// entry it tries, loads it with cuModuleLoadDataEx into the device's primary context, and goes on to
+// the next candidate when the driver refuses (e.g. CUDA_ERROR_UNSUPPORTED_PTX_VERSION from the JIT ->
+// an older PTX; CUDA_ERROR_NO_BINARY_FOR_GPU / INVALID_IMAGE from a load -> the next SASS or PTX).
+//
+// Memory: an embedded or mapped package is read in place; the decompressed SASS buffer lives only
+// until cuModuleLoadDataEx returns (the driver keeps its own copy). PTX goes through the JIT service,
+// which keeps the produced SASS for the process (jit/service.hpp).
+//
+// Every load produces a load_report (chosen entry, why, JIT or not, milliseconds per phase, every
+// attempt), logged at FATPACK_LOG=info and kept with the module.
+#pragma once
+
+#include "platform/device.hpp"
+#include "registry/registry.hpp"
+
+#include "fatpack/fatpack.hpp"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace fatpack::detail {
+
+struct module_state {
+  const driver* drv = nullptr;
+  const device* dev = nullptr;
+  package_ptr package;
+  std::string module_name;
+  primary_context ctx;
+  CUmodule mod = nullptr;
+  load_report report;
+  std::vector<std::string> kernels;
+
+  std::mutex mu;  // guards functions
+  std::unordered_map<std::string, CUfunction> functions;
+
+  module_state() = default;
+  module_state(const module_state&) = delete;
+  module_state& operator=(const module_state&) = delete;
+  ~module_state();  // cuModuleUnload, then the context reference goes
+};
+
+// The selector's view for the report, without loading anything.
+load_report plan_entries(const device& dev, const module_entries& me, policy p);
+
+// Loads the module on `dev`; the report is in the returned state (and in the error's message).
+result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
+                                                   policy p);
+
+}  // namespace fatpack::detail

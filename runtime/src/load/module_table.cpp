@@ -1,0 +1,55 @@
+// The module table (see module_table.hpp).
+#include "load/module_table.hpp"
+
+#include <cstdio>
+
+namespace fatpack::detail {
+
+module_table& module_table::instance() {
+  static module_table* t = new module_table();  // leaked: modules may be released from static destructors
+  return *t;
+}
+
+result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& drv, const device& dev,
+                                                                const module_entries& me, policy p) {
+  // The package object's address identifies it (names are unique in the registry, but a package can
+  // only be replaced by a different object).
+  char pkg[32];
+  std::snprintf(pkg, sizeof pkg, "%p", static_cast<const void*>(me.package.get()));
+  std::string key = std::string(pkg) + '\0' +
+                    std::string(me.package->view.entries().at(me.entries.front()).module_name) + '\0' +
+                    std::to_string(dev.ordinal) + '\0' + policy_name(p);
+  std::shared_ptr<slot> s;
+  std::uint64_t seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& sp = slots_[key];
+    if (!sp) sp = std::make_shared<slot>();
+    s = sp;
+    seen = s->generation;
+  }
+  std::lock_guard<std::mutex> load_lock(s->mu);
+  if (auto live = s->loaded.lock()) return live;
+  std::uint64_t now = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    now = s->generation;
+  }
+  // An attempt finished while this thread waited, and it failed: share its error.
+  if (now != seen && s->last_error) return *s->last_error;
+
+  auto r = load_entries(drv, dev, me, p);
+  if (r) {
+    s->loaded = r.value();
+    s->last_error.reset();
+  } else {
+    s->last_error = std::make_shared<const error>(r.error());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++s->generation;
+  }
+  return r;
+}
+
+}  // namespace fatpack::detail

@@ -1,0 +1,76 @@
+// Selection glue (see selection.hpp).
+#include "load/selection.hpp"
+
+#include "platform/clock.hpp"
+#include "platform/os.hpp"
+
+#include <atomic>
+#include <cstring>
+
+namespace fatpack::detail {
+
+namespace {
+
+std::atomic<int> g_default_policy{static_cast<int>(policy::prefer_sass)};
+
+bool env_on(const char* name) {
+  const char* v = os::getenv(name);
+  if (!v || !*v) return false;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0 ||
+           std::strcmp(v, "no") == 0);
+}
+
+}  // namespace
+
+policy resolve_policy(std::optional<policy> explicit_policy) {
+  if (explicit_policy) return *explicit_policy;
+  if (env_on("FATPACK_FORCE_PTX_JIT") || env_on("CUDA_FORCE_PTX_JIT")) return policy::force_ptx;
+  if (env_on("CUDA_DISABLE_PTX_JIT")) return policy::sass_only;
+  return static_cast<policy>(g_default_policy.load());
+}
+
+core::policy to_core(policy p) {
+  switch (p) {
+    case policy::force_ptx: return core::policy::force_ptx;
+    case policy::sass_only: return core::policy::sass_only;
+    default: return core::policy::prefer_sass;
+  }
+}
+
+module_selection select_entries(const module_entries& me, std::uint32_t arch, bool tegra, int driver_version,
+                                policy p) {
+  module_selection out;
+  stopwatch sw;
+  const auto& es = me.package->view.entries();
+  std::vector<core::entry_desc> descs;
+  descs.reserve(me.entries.size());
+  for (std::size_t i : me.entries) descs.push_back(core::entry_desc{es[i].target, es[i].ptx_isa});
+  core::device_desc dev;
+  dev.arch = arch;
+  dev.tegra = tegra;
+  out.sel = core::select(descs, dev, driver_version, to_core(p));
+  // Map the selector's indices (into `descs`) back to package entry indices.
+  for (auto& c : out.sel.candidates) c.entry = me.entries.at(c.entry);
+  if (out.sel.chosen) out.sel.chosen = me.entries.at(*out.sel.chosen);
+  out.ms = sw.ms();
+  for (const auto& c : out.sel.candidates)
+    out.candidates.push_back(candidate_info{c.entry, describe_target(es[c.entry]), core::verdict_name(c.verdict), c.reason});
+  return out;
+}
+
+}  // namespace fatpack::detail
+
+namespace fatpack {
+
+void set_policy(policy p) { detail::g_default_policy.store(static_cast<int>(p)); }
+policy effective_policy() { return detail::resolve_policy(std::nullopt); }
+
+const char* policy_name(policy p) noexcept {
+  switch (p) {
+    case policy::force_ptx: return "force_ptx";
+    case policy::sass_only: return "sass_only";
+    default: return "prefer_sass";
+  }
+}
+
+}  // namespace fatpack

@@ -1,0 +1,156 @@
+// Device enumeration and primary contexts (see device.hpp).
+#include "platform/device.hpp"
+
+#include "platform/os.hpp"
+
+#include "fatpack/core/arch_table.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+namespace fatpack::detail {
+
+namespace {
+
+result<const device_set*> do_load() {
+  const auto& d = load_driver();
+  if (!d) return d.error();
+  const driver& drv = **d;
+  auto* set = new device_set();  // never freed, like the driver
+  set->drv = &drv;
+  int n = 0;
+  CUresult r = drv.cuDeviceGetCount(&n);
+  if (r != CUDA_SUCCESS) {
+    delete set;
+    return cuda_error(errc::cuda, r, drv.call_failed("cuDeviceGetCount", r));
+  }
+  if (n <= 0) {
+    delete set;
+    return error{errc::no_device, 0, "no CUDA device: the driver " + drv.identify() + " reports 0 devices", {}};
+  }
+  for (int i = 0; i < n; ++i) {
+    device dev;
+    dev.ordinal = i;
+    dev.driver_version = drv.version;
+    dev.max_ptx_isa = core::max_ptx_isa_for_driver(drv.version);
+    auto fail = [&](const char* call, CUresult rr) -> result<const device_set*> {
+      delete set;
+      return cuda_error(errc::cuda, rr, "device " + std::to_string(i) + ": " + drv.call_failed(call, rr));
+    };
+    if ((r = drv.cuDeviceGet(&dev.handle, i)) != CUDA_SUCCESS) return fail("cuDeviceGet", r);
+    if ((r = drv.cuDeviceGetAttribute(&dev.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev.handle)) !=
+        CUDA_SUCCESS)
+      return fail("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", r);
+    if ((r = drv.cuDeviceGetAttribute(&dev.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev.handle)) !=
+        CUDA_SUCCESS)
+      return fail("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", r);
+    dev.arch = static_cast<std::uint32_t>(dev.cc_major * 10 + dev.cc_minor);
+    int integrated = 0;
+    if (drv.cuDeviceGetAttribute(&integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED, dev.handle) == CUDA_SUCCESS)
+      dev.integrated = integrated != 0;
+    dev.tegra = dev.integrated && os::is_tegra_platform();
+    char name[256] = {};
+    if (drv.cuDeviceGetName(name, sizeof name - 1, dev.handle) == CUDA_SUCCESS) dev.name = name;
+    CUuuid uuid{};
+    if (drv.cuDeviceGetUuid(&uuid, dev.handle) == CUDA_SUCCESS) std::memcpy(dev.uuid.data(), uuid.bytes, 16);
+    set->devices.push_back(std::move(dev));
+  }
+  return static_cast<const device_set*>(set);
+}
+
+}  // namespace
+
+const result<const device_set*>& load_devices() {
+  static const result<const device_set*>* loaded = new result<const device_set*>(do_load());
+  return *loaded;
+}
+
+result<const device*> pick_device(const device_set& set, int ordinal) {
+  if (ordinal < 0) {
+    // The calling thread's current context decides (cudaSetDevice makes the primary context of that
+    // device current), so a cudart application gets its own device by default.
+    CUcontext cur = nullptr;
+    CUdevice dev = 0;
+    if (set.drv->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur && set.drv->cuCtxGetDevice(&dev) == CUDA_SUCCESS) {
+      for (const auto& d : set.devices)
+        if (d.handle == dev) return &d;
+    }
+    return &set.devices.front();
+  }
+  if (static_cast<std::size_t>(ordinal) >= set.devices.size())
+    return error{errc::invalid_device, 0,
+                 "device " + std::to_string(ordinal) + " does not exist (" + std::to_string(set.devices.size()) +
+                     " device(s) present)",
+                 {}};
+  return &set.devices[static_cast<std::size_t>(ordinal)];
+}
+
+std::string device::identify() const {
+  return "device " + std::to_string(ordinal) + " (" + (name.empty() ? "unnamed" : name) + ", CC " +
+         std::to_string(cc_major) + "." + std::to_string(cc_minor) + ")";
+}
+
+device_info device::info() const {
+  device_info i;
+  i.ordinal = ordinal;
+  i.cc_major = cc_major;
+  i.cc_minor = cc_minor;
+  i.arch = arch;
+  i.integrated = integrated;
+  i.driver_version = driver_version;
+  i.max_ptx_isa = max_ptx_isa.known() ? max_ptx_isa.str() : std::string();
+  i.name = name;
+  i.uuid = uuid;
+  i.uuid_str = uuid_string(uuid);
+  return i;
+}
+
+std::string uuid_string(const std::array<std::uint8_t, 16>& u) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return buf;
+}
+
+status keep_primary_context(const driver& d, const device& dev) {
+  static std::mutex mu;
+  static std::vector<int>* kept = new std::vector<int>();  // ordinals; leaked like the device set
+  std::lock_guard<std::mutex> lock(mu);
+  for (int o : *kept)
+    if (o == dev.ordinal) return {};
+  CUcontext ctx = nullptr;
+  CUresult r = d.cuDevicePrimaryCtxRetain(&ctx, dev.handle);
+  if (r != CUDA_SUCCESS)
+    return cuda_error(errc::cuda, r, dev.identify() + ": " + d.call_failed("cuDevicePrimaryCtxRetain", r));
+  kept->push_back(dev.ordinal);  // never released: see the policy in device.hpp
+  return {};
+}
+
+result<primary_context> primary_context::retain(const driver& d, const device& dev) {
+  primary_context pc;
+  CUresult r = d.cuDevicePrimaryCtxRetain(&pc.ctx_, dev.handle);
+  if (r != CUDA_SUCCESS)
+    return cuda_error(errc::cuda, r, dev.identify() + ": " + d.call_failed("cuDevicePrimaryCtxRetain", r));
+  pc.d_ = &d;
+  pc.dev_ = &dev;
+  return pc;
+}
+
+primary_context& primary_context::operator=(primary_context&& o) noexcept {
+  if (this != &o) {
+    release();
+    d_ = o.d_;
+    dev_ = o.dev_;
+    ctx_ = o.ctx_;
+    o.ctx_ = nullptr;
+  }
+  return *this;
+}
+
+void primary_context::release() noexcept {
+  if (ctx_ && d_ && dev_) (void)d_->cuDevicePrimaryCtxRelease(dev_->handle);
+  ctx_ = nullptr;
+}
+
+}  // namespace fatpack::detail
