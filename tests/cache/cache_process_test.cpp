@@ -25,14 +25,14 @@ env_map cache_env(const std::string& cache, const std::string& jitlog, env_map e
 TEST_CASE("second process hits the cache; entries are files named by key") {
   const std::string pkg = keys_package("basic", 3);
   const std::string dir = fresh_dir("basic"), log = dir + "/jit.log", cache = dir + "/cache";
-  auto a = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log));
+  auto a = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log));
   CHECK(a.status == 0);
   CHECK(field(a.out, "load-all", "jit") == 3);
   CHECK(field(a.out, "cache", "stores") == 3);
   CHECK(a.has("cache mode=read-write path=" + cache));
   CHECK(count_lines(log) == 3);
   CHECK(files_under(cache, ".fpc").size() == 3);
-  auto b = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log));
+  auto b = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log));
   CHECK(b.status == 0);
   CHECK(field(b.out, "load-all", "cache") == 3);
   CHECK(field(b.out, "load-all", "jit") == 0);
@@ -45,11 +45,40 @@ TEST_CASE("second process hits the cache; entries are files named by key") {
   CHECK((st.st_mode & 0777) == 0700);
   // Disabled: no lookups, no files.
   const std::string off = dir + "/off";
-  auto c = probe({"--package", pkg, "load-all", "cache-stats"},
+  auto c = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"},
                  cache_env(off, log, {{"FATPACK_CACHE_DISABLE", "1"}}));
   CHECK(field(c.out, "load-all", "jit") == 3);
   CHECK(c.has("cache mode=disabled"));
   CHECK(files_under(off, ".fpc").empty());
+}
+
+TEST_CASE("a process that exits right after compiling still publishes its entries") {
+  // Stores run on the pool; the process exits without waiting for them (no cache-wait): the exit
+  // flush publishes them, so the next process hits all three.
+  const std::string pkg = keys_package("exitflush", 3);
+  const std::string dir = fresh_dir("exitflush"), log = dir + "/jit.log", cache = dir + "/cache";
+  auto a = probe({"--package", pkg, "load-all"}, cache_env(cache, log));
+  CHECK(a.status == 0);
+  CHECK(field(a.out, "load-all", "jit") == 3);
+  CHECK(files_under(cache, ".fpc").size() == 3);
+  auto b = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log));
+  CHECK(field(b.out, "load-all", "cache") == 3);
+  CHECK(field(b.out, "cache", "hits_exact") == 3);
+}
+
+TEST_CASE("cache_status() before any load opens and creates nothing") {
+  // Before: the getter built the disk cache, creating the directories and the index lock file.
+  const std::string dir = fresh_dir("getter"), cache = dir + "/not-yet";
+  auto a = probe({"cache-stats"}, cache_env(cache, dir + "/jit.log"));
+  CHECK(a.status == 0);
+  CHECK(a.has("cache mode=read-write path=" + cache));
+  struct stat st{};
+  CHECK(::stat(cache.c_str(), &st) != 0);
+  auto off = probe({"cache-stats"}, cache_env(cache, dir + "/jit.log", {{"FATPACK_CACHE_DISABLE", "1"}}));
+  CHECK(off.has("cache mode=disabled"));
+  auto ro = probe({"cache-stats"}, cache_env(cache, dir + "/jit.log", {{"FATPACK_CACHE_READONLY", "1"}}));
+  CHECK(ro.has("cache mode=read-only"));
+  CHECK(::stat(cache.c_str(), &st) != 0);
 }
 
 TEST_CASE("16 processes x 200 keys started together: 0 wrong reads, exactly 200 JITs") {
@@ -61,7 +90,7 @@ TEST_CASE("16 processes x 200 keys started together: 0 wrong reads, exactly 200 
   for (int i = 0; i < n; ++i)
     // Four groups of four start at the same key (they contend for every key), the groups a quarter
     // of the keys apart.
-    kids.push_back(start({PROBE_PATH, "--package", pkg, "--rotate", std::to_string((i % 4) * m / 4), "load-all", "cache-stats"},
+    kids.push_back(start({PROBE_PATH, "--package", pkg, "--rotate", std::to_string((i % 4) * m / 4), "load-all", "cache-wait", "cache-stats"},
                          cache_env(cache, log, {{"FAKECUDA_JIT_DELAY_MS", "3"}})));
   long wrong = 0, failed = 0, jits = 0, hits = 0, waited = 0;
   for (auto& k : kids) {
@@ -155,7 +184,7 @@ TEST_CASE("kill -9 of concurrent writers at random points: every read right or a
   }
   // Afterwards, without any repair: every driver version's run is right (hits or fresh JITs).
   for (int v = 0; v < 10; ++v) {
-    auto r = probe({"--package", pkg, "load-all", "cache-stats"},
+    auto r = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"},
                    cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", std::to_string(13000 + 10 * v)},
                                           {"FATPACK_CACHE_OTHER_DRIVER", "0"}, {"FATPACK_CACHE_MAXSIZE", "40K"}}));
     CHECK(r.status == 0);
@@ -184,7 +213,7 @@ TEST_CASE("an entry built by another driver is used at once and re-JIT-ed in the
   CHECK(field(upd.out, "cache", "refreshes") == 3);
   CHECK(count_lines(log) == 6);
   CHECK(files_under(cache, ".fpc").size() == 6);
-  auto next = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}}));
+  auto next = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}}));
   CHECK(field(next.out, "cache", "hits_exact") == 3);
   CHECK(field(next.out, "cache", "hits_other") == 0);
   CHECK(count_lines(log) == 6);
@@ -195,7 +224,7 @@ TEST_CASE("an entry built by another driver is used at once and re-JIT-ed in the
     std::string text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct 10 2026\n";
     write_file(ver, std::vector<std::uint8_t>(text.begin(), text.end()));
   }
-  auto build = probe({"--package", pkg, "load-all", "cache-stats"},
+  auto build = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"},
                      cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}, {"FATPACK_DRIVER_VERSION_FILE", ver},
                                             {"FATPACK_CACHE_OTHER_DRIVER", "0"}}));
   CHECK(field(build.out, "cache", "hits_exact") == 0);
@@ -208,7 +237,7 @@ TEST_CASE("size bound: LRU eviction keeps the directory under FATPACK_CACHE_MAXS
   const std::string pkg = keys_package("evict", m);
   const std::string dir = fresh_dir("evict"), log = dir + "/jit.log", cache = dir + "/cache";
   const std::uint64_t bound = 16 * 1024;
-  auto r = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(cache, log, {{"FATPACK_CACHE_MAXSIZE", "16K"}}));
+  auto r = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log, {{"FATPACK_CACHE_MAXSIZE", "16K"}}));
   CHECK(r.status == 0);
   auto files = files_under(cache, ".fpc");
   std::uint64_t bytes = bytes_of(files);
@@ -229,7 +258,7 @@ TEST_CASE("prebuilt read-only layers are searched first and never written") {
   auto build = probe({"--package", pkg, "load-all"}, cache_env(pre, log));
   CHECK(field(build.out, "load-all", "jit") == 4);
   REQUIRE(std::system(("chmod -R a-w '" + pre + "'").c_str()) == 0);  // as shipped: read-only
-  auto use = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(user, log, {{"FATPACK_CACHE_PREBUILT_PATH", "/nonexistent:" + pre}}));
+  auto use = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(user, log, {{"FATPACK_CACHE_PREBUILT_PATH", "/nonexistent:" + pre}}));
   CHECK(use.status == 0);
   CHECK(field(use.out, "load-all", "cache") == 4);
   CHECK(field(use.out, "cache", "prebuilt") == 1);
@@ -254,7 +283,7 @@ TEST_CASE("FATPACK_CACHE_READONLY: hits served, nothing written") {
   probe({"--package", pkg, "--rotate", "1", "load-all"}, cache_env(cache, log));
   REQUIRE(files_under(cache, ".fpc").size() == 3);
   const std::string pkg2 = keys_package("ro2", 2);
-  auto r = probe({"--package", pkg, "--package", pkg2, "load-all", "cache-stats"},
+  auto r = probe({"--package", pkg, "--package", pkg2, "load-all", "cache-wait", "cache-stats"},
                  cache_env(cache, log, {{"FATPACK_CACHE_READONLY", "1"}}));
   CHECK(r.status == 0);
   CHECK(r.has("cache mode=read-only"));
@@ -268,7 +297,7 @@ TEST_CASE("security: world-writable or foreign-owned cache directories are refus
   const std::string dir = fresh_dir("sec"), log = dir + "/jit.log";
   const std::string open_dir = dir + "/open";
   REQUIRE(std::system(("mkdir -p '" + open_dir + "' && chmod 777 '" + open_dir + "'").c_str()) == 0);
-  auto r = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(open_dir, log, {{"FATPACK_LOG", "warn"}}));
+  auto r = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(open_dir, log, {{"FATPACK_LOG", "warn"}}));
   CHECK(r.status == 0);
   CHECK(r.has("cache mode=memory-only"));
   CHECK(r.err_has("writable by group or others"));
@@ -276,7 +305,7 @@ TEST_CASE("security: world-writable or foreign-owned cache directories are refus
   if (geteuid() == 0) {
     const std::string foreign = dir + "/foreign";
     REQUIRE(std::system(("mkdir -p '" + foreign + "' && chown 65534:65534 '" + foreign + "' && chmod 700 '" + foreign + "'").c_str()) == 0);
-    auto f = probe({"--package", pkg, "load-all", "cache-stats"}, cache_env(foreign, log, {{"FATPACK_LOG", "warn"}}));
+    auto f = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(foreign, log, {{"FATPACK_LOG", "warn"}}));
     CHECK(f.status == 0);
     CHECK(f.has("cache mode=memory-only"));
     CHECK(f.err_has("owned by uid 65534"));
@@ -299,7 +328,7 @@ TEST_CASE("permissions as an unprivileged user: unwritable and read-only directo
                           .c_str()) == 0);
   const std::string log = dir + "/jit.log", cache = dir + "/cache";
   REQUIRE(std::system(("mkdir -p '" + cache + "' && chown 65534:65534 '" + cache + "' && chmod 700 '" + cache + "'").c_str()) == 0);
-  auto fill = run_as(nobody, {"--package", dir + "/p.fpk", "load-all", "cache-stats"}, cache_env(cache, log));
+  auto fill = run_as(nobody, {"--package", dir + "/p.fpk", "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log));
   if (fill.status == 126 || fill.status == 127) {
     MESSAGE("SKIPPED: cannot run the probe as uid 65534 (status " << fill.status << ")");
     return;
@@ -312,7 +341,7 @@ TEST_CASE("permissions as an unprivileged user: unwritable and read-only directo
   REQUIRE(std::system(("chmod -R u-w '" + cache + "/v1'").c_str()) == 0);
   const std::string pkg2 = keys_package("perm2", 1);
   REQUIRE(std::system(("cp '" + pkg2 + "' '" + dir + "/p2.fpk' && chmod 644 '" + dir + "/p2.fpk'").c_str()) == 0);
-  auto ro = run_as(nobody, {"--package", dir + "/p.fpk", "--package", dir + "/p2.fpk", "load-all", "cache-stats"},
+  auto ro = run_as(nobody, {"--package", dir + "/p.fpk", "--package", dir + "/p2.fpk", "load-all", "cache-wait", "cache-stats"},
                    cache_env(cache, log, {{"FATPACK_LOG", "warn"}}));
   CHECK(ro.status == 0);
   CHECK(ro.has("cache mode=read-only"));
@@ -321,7 +350,7 @@ TEST_CASE("permissions as an unprivileged user: unwritable and read-only directo
   CHECK(field(ro.out, "load-all", "jit") == 1);
   // A cache directory that cannot even be created: memory-only.
   REQUIRE(std::system(("chmod 555 '" + dir + "'").c_str()) == 0);
-  auto none = run_as(nobody, {"--package", dir + "/p.fpk", "load-all", "cache-stats"},
+  auto none = run_as(nobody, {"--package", dir + "/p.fpk", "load-all", "cache-wait", "cache-stats"},
                      cache_env(dir + "/nope/cache", log, {{"FATPACK_LOG", "warn"}}));
   CHECK(none.status == 0);
   CHECK(none.has("cache mode=memory-only"));
@@ -341,7 +370,7 @@ TEST_CASE("setuid: a setuid program run by another user uses no disk cache") {
                        dir + "/p.fpk'").c_str()) == 0);
   struct statvfs vfs{};
   const bool nosuid = ::statvfs(dir.c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOSUID) != 0;
-  auto r = finish(start({dir + "/probe", "--package", dir + "/p.fpk", "load-all", "cache-stats"},
+  auto r = finish(start({dir + "/probe", "--package", dir + "/p.fpk", "load-all", "cache-wait", "cache-stats"},
                         fake_env({{"FATPACK_CACHE_PATH", dir + "/cache"}, {"FATPACK_LOG", "warn"}}), 65534));
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   if (r.status == 126 || r.status == 127) {
@@ -399,11 +428,11 @@ TEST_CASE("gpu: first process JITs the PTX, the second process loads it from the
   const std::string pkg = keys_package("gpu", 4);
   const std::string dir = fresh_dir("gpu"), cache = dir + "/cache";
   env_map env{{"FATPACK_CACHE_PATH", cache}, {"CUDA_CACHE_DISABLE", "1"}};
-  auto first = probe({"--package", pkg, "load-all", "cache-stats"}, env);
+  auto first = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, env);
   CHECK(first.status == 0);
   CHECK(field(first.out, "load-all", "jit") == 4);
   CHECK(field(first.out, "cache", "stores") == 4);
-  auto second = probe({"--package", pkg, "load-all", "cache-stats"}, env);
+  auto second = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, env);
   CHECK(second.status == 0);
   CHECK(field(second.out, "load-all", "cache") == 4);
   CHECK(field(second.out, "cache", "hits_exact") == 4);

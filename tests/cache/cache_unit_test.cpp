@@ -12,6 +12,7 @@
 #include "cache/locks.hpp"
 #include "cache/stats.hpp"
 #include "cache/store.hpp"
+#include "jit/service.hpp"
 
 #include "../runtime/test_support.hpp"
 
@@ -716,6 +717,42 @@ TEST_CASE("warm: PTX compiled for targets that are not present (CU_JIT_TARGET), 
   CHECK((*again)[0].result == warm_item::outcome::already_cached);
   CHECK_FALSE(parse_warm_target("gpu").has_value());
   CHECK(parse_warm_target("sm_90a").value() == 90);
+}
+
+TEST_CASE("warm selects as the runtime does: Tegra CCs and the policy from the environment") {
+  // sm_80 SASS + compute_80 PTX. CC 8.6 runs the sm_80 SASS (minor-version compatibility); CC 8.7 is a
+  // Tegra (Orin), which has none: the runtime JIT-compiles the PTX there, so warm must too. Before,
+  // warm ignored Tegra and the policy and reported "has SASS" for sm_87, and the prebuilt cache
+  // then missed where it mattered.
+  const std::string root = fresh("warm-tegra");
+  std::vector<fatpack::core::entry_input> entries;
+  for (const char* f : {"vadd.compute_80.ptx", "vadd.sm_80.cubin"}) {
+    auto bytes = read_file(artifact(f));
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), f, "vadd");
+    REQUIRE(r.has_value());
+    for (auto& e : r.value()) entries.push_back(std::move(e));
+  }
+  const std::string pkg = fatpack_test::package_file("warm-tegra", entries);
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  warm_options o;
+  o.targets = {86, 87};
+  auto items = warm_packages(**a, {pkg}, o);
+  REQUIRE_MESSAGE(items.has_value(), items.error().message);
+  REQUIRE(items->size() == 2);
+  CHECK((*items)[0].result == warm_item::outcome::has_sass);
+  CHECK((*items)[1].result == warm_item::outcome::compiled);
+  CHECK((*items)[1].entry.find("compute_80") != std::string::npos);
+  auto l = (*a)->list();
+  REQUIRE(l.size() == 1);
+  CHECK(l[0].sm == 87);
+  // FATPACK_FORCE_PTX_JIT: a load on CC 8.6 would JIT, so warm compiles for it too.
+  setenv("FATPACK_FORCE_PTX_JIT", "1", 1);
+  auto forced = warm_packages(**a, {pkg}, o);
+  unsetenv("FATPACK_FORCE_PTX_JIT");
+  REQUIRE(forced.has_value());
+  CHECK((*forced)[0].result == warm_item::outcome::compiled);
+  CHECK((*forced)[1].result == warm_item::outcome::already_cached);
 }
 
 #include "fatpack/fatpack.h"

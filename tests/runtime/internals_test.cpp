@@ -110,3 +110,159 @@ TEST_CASE("the fake JIT's cubin parses with core::parse_cubin") {
   CHECK(bad.error().log.find("Unsupported .version 9.9; current version is '9.0'") != std::string::npos);
   CHECK(bad.error().message.find("cuLinkAddData") != std::string::npos);
 }
+
+// ---- the JIT service: a task always finishes; stores leave the loading thread --------------------
+
+#include "jit/service.hpp"
+#include "registry/registry.hpp"
+
+#include "test_support.hpp"
+
+#include "fatpack/fatpack.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace {
+
+// A package with one PTX module whose bytes no other test uses (a key of its own).
+module_entries fresh_ptx_module(const std::string& name) {
+  auto path = fatpack_test::package_file(name, fatpack_test::entries_of(name, {"vadd.compute_80.ptx#" + name}));
+  REQUIRE(fatpack::add_package_file(path).ok());
+  auto me = registry::instance().find_module(name, name);
+  REQUIRE(me.has_value());
+  return me.value();
+}
+
+jit_request request_for(const module_entries& me, const std::string& name) {
+  const auto& ds = load_devices();
+  REQUIRE(ds.has_value());
+  jit_request r;
+  r.package = me.package;
+  r.entry = me.entries.front();
+  r.drv = (*ds)->drv;
+  r.dev = &(*ds)->devices.front();
+  r.module = name;
+  return r;
+}
+
+// Restores the log level and callback.
+struct throwing_log {
+  throwing_log() {
+    fatpack::set_log_level(fatpack::log_level::debug);
+    fatpack::set_log_callback([](fatpack::log_level, std::string_view line) {
+      if (line.rfind("JIT ", 0) == 0) throw std::runtime_error("log sink refused a line");
+    });
+  }
+  ~throwing_log() {
+    fatpack::set_log_callback(nullptr);
+    fatpack::set_log_level(fatpack::log_level::off);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a compile that throws finishes its task with an error, on the caller and on the pool") {
+  // The throw comes from the application's log callback, in the middle of a compile. Before: the
+  // task stayed `running` for ever (every later load of the key hung) and, on a pool thread,
+  // std::terminate ended the process.
+  auto me = fresh_ptx_module("throwing_compile");
+  auto req = request_for(me, "throwing_compile");
+  auto& jit = jit_service::instance();
+  {
+    throwing_log log;
+    auto r = jit.compile(req);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == fatpack::errc::jit_failed);
+    CHECK(r.error().message.find("log sink refused a line") != std::string::npos);
+    CHECK(r.error().message.find("throwing_compile") != std::string::npos);
+    // On the pool: the waiter gets the error; nothing hangs (bounded by the future).
+    auto t = jit.enqueue(req);
+    REQUIRE(t.has_value());
+    auto waited = std::async(std::launch::async, [&] { return jit.wait(*t); });
+    REQUIRE(waited.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    auto w = waited.get();
+    REQUIRE_FALSE(w.has_value());
+    CHECK(w.error().message.find("log sink refused a line") != std::string::npos);
+  }
+  // Failures are forgotten: without the throwing sink the same key compiles.
+  auto ok = jit.compile(req);
+  REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+  CHECK(ok->sass->size() > 0);
+  jit.flush_stores();
+}
+
+namespace {
+
+// A cache whose store() blocks until released, and whose compile guard says when it is released.
+class blocking_cache final : public sass_cache {
+ public:
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false, storing = false, stored = false, guard_alive = false;
+  std::thread::id store_thread;
+
+  class guard final : public compile_guard {
+   public:
+    explicit guard(blocking_cache& c) : c_(c) {
+      std::lock_guard<std::mutex> l(c_.mu);
+      c_.guard_alive = true;
+    }
+    ~guard() override {
+      std::lock_guard<std::mutex> l(c_.mu);
+      c_.guard_alive = false;
+    }
+
+   private:
+    blocking_cache& c_;
+  };
+
+  std::optional<cache_hit> find(const jit_key&, bool) noexcept override { return std::nullopt; }
+  std::unique_ptr<compile_guard> begin_compile(const jit_key&) noexcept override { return std::make_unique<guard>(*this); }
+  void store(const jit_key&, fatpack::core::byte_span) noexcept override {
+    std::unique_lock<std::mutex> l(mu);
+    storing = true;
+    store_thread = std::this_thread::get_id();
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+    stored = true;
+  }
+  const char* name() const noexcept override { return "blocking"; }
+};
+
+}  // namespace
+
+TEST_CASE("a fresh compile returns before its store; the compile lock is held until the entry is published") {
+  auto me = fresh_ptx_module("offthread_store");
+  auto req = request_for(me, "offthread_store");
+  auto cache = std::make_shared<blocking_cache>();
+  const bool had = sass_cache_installed();
+  auto previous = get_sass_cache();
+  set_sass_cache(cache);
+  auto& jit = jit_service::instance();
+  auto r = jit.compile(req);  // returns although store() blocks: the store is not on this thread
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
+  {
+    std::unique_lock<std::mutex> l(cache->mu);
+    REQUIRE(cache->cv.wait_for(l, std::chrono::seconds(30), [&] { return cache->storing; }));
+    CHECK((cache->store_thread != std::this_thread::get_id()));
+    CHECK_FALSE(cache->stored);
+    CHECK(cache->guard_alive);  // other processes still wait on the key
+  }
+  CHECK_FALSE(jit.flush_stores(50));  // bounded flush: the store is still blocked
+  {
+    std::lock_guard<std::mutex> l(cache->mu);
+    cache->release = true;
+  }
+  cache->cv.notify_all();
+  CHECK(jit.flush_stores());
+  std::lock_guard<std::mutex> l(cache->mu);
+  CHECK(cache->stored);
+  CHECK_FALSE(cache->guard_alive);
+  if (had) set_sass_cache(previous);
+  else uninstall_sass_cache();
+}

@@ -6,6 +6,7 @@
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
 //                         [--warm] [devices] [load MODULE]...
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
+//                         [fork MODULE]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -17,6 +18,9 @@
 //            starting at module N of --rotate N; `wrong`: a kernel of the module does not resolve in
 //            the loaded SASS, i.e. bytes of another key were served)
 //   cache mode=read-write hits_exact=3 hits_other=0 misses=1 jits=1 refreshes=0 stores=1 rejected=0 ...
+//   fork status=0 init=cuda load=cuda warm=cuda message=...   (a fork() child tried init, load_module
+//            MODULE and warm().wait(); each must fail with an error saying why; the child is killed by
+//            SIGALRM after 20 s if anything hangs: status=hung)
 // Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
 //
 // Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
@@ -35,6 +39,10 @@
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef FATPACK_PROBE_EMBED
 namespace {
@@ -178,6 +186,45 @@ int main(int argc, char** argv) {
                   (unsigned long long)st.refreshes, (unsigned long long)st.stores, (unsigned long long)st.rejected,
                   (unsigned long long)st.evictions, (unsigned long long)st.waited, (unsigned long long)st.bytes_read,
                   (unsigned long long)st.bytes_written, (unsigned long long)st.io_errors, info.prebuilt.size());
+    } else if (a == "fork") {
+      const std::string module = next();
+      std::fflush(stdout);
+      int fds[2];
+      if (::pipe(fds) != 0) return 2;
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(fds[0]);
+        ::alarm(20);  // a hang ends as SIGALRM, which the parent reports
+        std::string out;
+        bool all_failed = true;
+        std::string message;
+        auto note = [&](const char* what, const fatpack::error* e) {
+          out += std::string(" ") + what + "=" + (e ? fatpack::errc_name(e->code) : "ok");
+          if (!e) all_failed = false;
+          else if (message.empty()) message = one_line(e->message);
+        };
+        auto st = fatpack::init();
+        note("init", st ? nullptr : &st.error());
+        auto m = fatpack::load_module(module, opts);
+        note("load", m ? nullptr : &m.error());
+        auto h = fatpack::warm();
+        auto w = h.wait();
+        note("warm", w ? nullptr : &w.error());
+        out += " done=" + std::to_string(h.done() ? 1 : 0) + " message=" + message + "\n";
+        (void)!::write(fds[1], out.data(), out.size());
+        ::_exit(all_failed ? 0 : 1);
+      }
+      ::close(fds[1]);
+      std::string got;
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+      ::close(fds[0]);
+      int wst = 0;
+      ::waitpid(pid, &wst, 0);
+      const bool hung = WIFSIGNALED(wst) && WTERMSIG(wst) == SIGALRM;
+      std::printf("fork status=%s%s", hung ? "hung" : WIFEXITED(wst) ? std::to_string(WEXITSTATUS(wst)).c_str() : "signal",
+                  got.empty() ? "\n" : got.c_str());
+      if (hung || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) ok = false;
     } else if (a == "--warm") {
       warm = true;
     } else if (a == "devices") {

@@ -200,3 +200,16 @@ TEST_CASE("fatpack embed output: packages in the executable and in a shared libr
   CHECK(r.has("(package 'emb_dso')"));
 }
 #endif
+
+TEST_CASE("a fork() child of a process that initialised CUDA gets a clear error and never hangs") {
+  // The parent loads (cuInit, a JIT on the pool through --warm) and forks; the child tries init,
+  // load_module and warm().wait(). Before: the child used the parent's driver state and could wait
+  // for ever on a task the parent's pool threads (absent in the child) were running.
+  auto r = probe({"--package", full_package(), "--threads", "2", "--warm", "load", "vadd", "fork", "vadd"},
+                 fake({{"FATPACK_FORCE_PTX_JIT", "1"}, {"FATPACK_CACHE_DISABLE", "1"}}));
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.has("fork status=0 init=cuda load=cuda warm=cuda done=1"));
+  CHECK(r.has("is a fork() child of process"));
+  CHECK(r.has("CUDA cannot be used in a child after the parent's cuInit"));
+}

@@ -7,6 +7,7 @@
 #include "fatpack/core/arch_table.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace fatpack::core {
 namespace {
@@ -45,6 +46,11 @@ const std::vector<std::uint32_t>& hypothetical_archs() {
   // matrix and the tests show that packages with PTX keep working on them.
   static const std::vector<std::uint32_t> archs = {130, 200};
   return archs;
+}
+
+bool is_tegra_arch(std::uint32_t arch) {
+  static const std::uint32_t tegra[] = {32, 53, 62, 72, 87, 101, 110};
+  return std::find(std::begin(tegra), std::end(tegra), arch) != std::end(tegra);
 }
 
 bool is_known_arch(std::uint32_t arch) {

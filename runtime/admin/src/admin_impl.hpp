@@ -16,6 +16,7 @@ class admin_impl final : public admin {
   prune_result prune(std::uint64_t max_bytes) override;
   status clear() override;
   cache_dir& dir() { return *d_; }
+  const std::shared_ptr<cache_dir>& shared_dir() const { return d_; }
 
  private:
   std::shared_ptr<cache_dir> d_;

@@ -1,17 +1,18 @@
 // `fatpack warm` (cache_admin.hpp): compiles the PTX a GPU of each target CC would need into a cache
-// directory, through the driver's cross-target JIT (CU_JIT_TARGET).
+// directory. It runs the runtime's own pipeline: the runtime's selection (policy from the
+// environment, Tegra for Tegra CCs, the driver's PTX ISA), the JIT service (the same key, cache
+// lookup, cross-process lock, compile, publish) with the directory installed as its cache; a CC
+// other than the device's is compiled through the driver's cross-target JIT (CU_JIT_TARGET).
 #include "admin_impl.hpp"
 
-#include "cache/key.hpp"
-#include "platform/clock.hpp"
-#include "platform/device.hpp"
-#include "jit/culink.hpp"
+#include "cache/disk_cache.hpp"
 #include "jit/service.hpp"
+#include "load/selection.hpp"
+#include "platform/device.hpp"
 #include "platform/os.hpp"
 #include "registry/registry.hpp"
-#include "load/selection.hpp"
 
-#include "fatpack/core/select.hpp"
+#include "fatpack/core/arch_table.hpp"
 
 #include <cstdlib>
 
@@ -44,15 +45,42 @@ result<std::uint32_t> parse_warm_target(const std::string& text) {
   return v;
 }
 
+namespace {
+
+// Installs `c` as the JIT service's cache for the scope; what was installed before comes back.
+class scoped_cache {
+ public:
+  explicit scoped_cache(std::shared_ptr<sass_cache> c) {
+    had_ = sass_cache_installed();
+    if (had_) previous_ = get_sass_cache();
+    set_sass_cache(std::move(c));
+  }
+  ~scoped_cache() {
+    jit_service::instance().flush_stores();
+    if (had_) set_sass_cache(previous_);
+    else uninstall_sass_cache();
+  }
+  scoped_cache(const scoped_cache&) = delete;
+  scoped_cache& operator=(const scoped_cache&) = delete;
+
+ private:
+  bool had_ = false;
+  std::shared_ptr<sass_cache> previous_;
+};
+
+}  // namespace
+
 result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::string>& package_files,
                                              const warm_options& options) {
-  cache_dir& cache = static_cast<admin_impl&>(a).dir();
+  auto& impl = static_cast<admin_impl&>(a);
+  cache_dir& cache = impl.dir();
   if (!cache.writable()) return error{errc::invalid_argument, 0, cache.root() + ": opened read-only; warm needs read-write", {}};
   const auto& ds = load_devices();
   if (!ds) return ds.error();
   const device_set& set = **ds;
+  if (auto s = usable_in_this_process(*set.drv); !s) return s.error();
   const driver& drv = *set.drv;
-  const device& ctx_dev = set.devices.front();  // its primary context hosts every cuLink
+  const device& ctx_dev = set.devices.front();  // its primary context hosts every cross-target JIT
 
   std::vector<std::uint32_t> targets = options.targets;
   if (targets.empty())
@@ -79,8 +107,10 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
     for (const auto& m : p->modules)
       for (std::uint32_t t : targets) jobs.push_back({p, m, t});
 
-  auto ctx = primary_context::retain(drv, ctx_dev);
-  if (!ctx) return ctx.error();
+  auto disk = disk_cache::over(impl.shared_dir());
+  scoped_cache installed(disk);
+  jit_service& jit = jit_service::instance();
+  const policy pol = resolve_policy(std::nullopt);  // FATPACK_POLICY / CUDA_FORCE_PTX_JIT, as a load
 
   std::vector<warm_item> items;
   for (const auto& j : jobs) {
@@ -88,54 +118,54 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
     it.package = j.pkg->name;
     it.module = j.module;
     it.target = j.target;
+    module_entries me;
+    me.package = j.pkg;
     const auto& es = j.pkg->view.entries();
-    std::vector<std::size_t> idx;
-    std::vector<core::entry_desc> descs;
     for (std::size_t i = 0; i < es.size(); ++i)
-      if (es[i].module_name == j.module) {
-        idx.push_back(i);
-        descs.push_back(core::entry_desc{es[i].target, es[i].ptx_isa});
-      }
-    core::selection sel = core::select(descs, core::device_desc{j.target, false}, drv.version);
-    if (!sel.chosen) {
+      if (es[i].module_name == j.module) me.entries.push_back(i);
+    // The device the runtime would see: a GPU of this CC, Tegra when the CC is a Tegra one, with
+    // this driver.
+    const module_selection ms = select_entries(me, j.target, core::is_tegra_arch(j.target), drv.version, pol);
+    if (!ms.sel.chosen) {
       it.result = warm_item::outcome::no_ptx;
-      it.message = sel.nothing_fits;
+      it.message = ms.sel.nothing_fits;
     } else {
-      const auto& e = es[idx[*sel.chosen]];
+      const auto& e = es.at(*ms.sel.chosen);
       it.entry = describe_target(e);
       if (e.target.kind != core::entry_kind::ptx) {
         it.result = warm_item::outcome::has_sass;
-        it.message = sel.candidates.front().reason;
+        it.message = ms.sel.candidates.front().reason;
       } else {
-        jit_key key = make_jit_key(e, j.target, drv.version);
-        key.backend = "culink";  // warm compiles through the driver's cuLink
-        const full_key fk = make_full_key(key);
-        if (cache.read_exact(fk, j.target)) {
+        jit_request req;
+        req.package = j.pkg;
+        req.entry = *ms.sel.chosen;
+        req.drv = &drv;
+        req.dev = &ctx_dev;
+        req.module = j.module;
+        req.target_arch = j.target;
+        const jit_key key = jit.cache_key_for(req);
+        if (disk->find(key, false)) {
           it.result = warm_item::outcome::already_cached;
         } else {
-          std::vector<std::uint8_t> ptx(static_cast<std::size_t>(e.raw_size) + 1);
-          auto s = j.pkg->view.decompress_into(idx[*sel.chosen], ptx.data());
-          ptx.back() = 0;
-          if (!s) {
-            it.message = s.err().message;
+          auto r = jit.compile(req);
+          if (!r) {
+            it.message = r.error().message;
+          } else if (r->from_cache) {
+            it.result = warm_item::outcome::already_cached;  // published by another process meanwhile
           } else {
-            scoped_context current(drv, ctx->get());
-            std::uint32_t cu_target = j.target;
-            if (e.target.variant == core::arch_variant::arch_specific) cu_target += 0x10000;  // CU_COMPUTE_ACCELERATED_TARGET_BASE
-            if (e.target.variant == core::arch_variant::family) cu_target += 0x20000;         // CU_COMPUTE_FAMILY_TARGET_BASE
-            auto out = jit_link(drv, core::byte_span(ptx.data(), ptx.size()), j.module + ": " + it.entry,
-                                parse_jit_options(e.options), cu_target);
-            if (!out) {
-              it.message = out.error().message;
+            it.jit_ms = r->jit_ms;
+            // The store runs on the pool; wait for it and check that the entry is there.
+            jit.flush_stores();
+            if (disk->find(key, false)) {
+              it.result = warm_item::outcome::compiled;
+            } else if (r->reused) {
+              // Compiled earlier in this process (another package with the same PTX) under a cache
+              // that is gone: store it here directly.
+              disk->store(key, core::byte_span(r->sass->data(), r->sass->size()));
+              it.result = disk->find(key, false) ? warm_item::outcome::compiled : warm_item::outcome::failed;
+              if (it.result == warm_item::outcome::failed) it.message = "compiled, but not stored in " + cache.root();
             } else {
-              it.jit_ms = out->wall_ms;
-              std::string why;
-              if (int err = cache.write(fk, core::byte_span(out->sass.data(), out->sass.size()), why)) {
-                it.message = "compiled, but not stored: " + why;
-                (void)err;
-              } else {
-                it.result = warm_item::outcome::compiled;
-              }
+              it.message = "compiled, but not stored in " + cache.root() + " (FATPACK_LOG=debug says why)";
             }
           }
         }

@@ -1,13 +1,14 @@
 // The C++ API (fatpack/fatpack.hpp): thin glue over driver, devices, registry, selection, loader, JIT.
 #include "fatpack/fatpack.hpp"
 
-#include "platform/device.hpp"
+#include "api/wiring.hpp"
 #include "jit/service.hpp"
 #include "load/loader.hpp"
-#include "platform/log.hpp"
 #include "load/module_table.hpp"
-#include "registry/registry.hpp"
 #include "load/selection.hpp"
+#include "platform/device.hpp"
+#include "platform/log.hpp"
+#include "registry/registry.hpp"
 
 #include <condition_variable>
 #include <mutex>
@@ -73,7 +74,7 @@ std::string error::what() const {
 status init() {
   const auto& d = detail::load_devices();
   if (!d) return d.error();
-  return {};
+  return detail::usable_in_this_process(*(*d)->drv);
 }
 
 result<int> driver_version() {
@@ -153,8 +154,17 @@ struct resolved {
   policy pol = policy::prefer_sass;
 };
 
+// A fork() child of the process that initialised CUDA: an error, checked before any lock is taken
+// (the parent's threads may have held them at fork time).
+status usable_here() {
+  const auto& d = detail::load_driver();
+  if (!d) return {};  // no driver: the caller reports that
+  return detail::usable_in_this_process(**d);
+}
+
 result<resolved> resolve(std::string_view module_name, const load_options& options) {
   if (module_name.empty()) return error{errc::invalid_argument, 0, "load_module: empty module name", {}};
+  if (auto s = usable_here(); !s) return s.error();
   // The registry first: "no packages" is the more useful message when both are missing.
   auto me = detail::registry::instance().find_module(module_name, options.package);
   if (!me) return std::move(me).error();
@@ -179,6 +189,7 @@ result<resolved> resolve(std::string_view module_name, const load_options& optio
 result<module> load_module(std::string_view module_name, const load_options& options) {
   auto r = resolve(module_name, options);
   if (!r) return std::move(r).error();
+  detail::wire_default_cache();
   auto st = detail::module_table::instance().get_or_load(*r->set->drv, *r->dev, r->me, r->pol);
   if (!st) return std::move(st).error();
   return detail::module_access::make(std::move(st.value()));
@@ -240,6 +251,10 @@ warm_handle warm(const warm_options& options) {
   warm_handle h;
   auto st = std::make_shared<warm_handle::state>();
   detail::module_access::state(h) = st;
+  if (auto s = usable_here(); !s) {
+    st->failed = s.error();
+    return h;
+  }
   auto ps = detail::registry::instance().packages();
   if (!ps) {
     st->failed = ps.error();
@@ -250,6 +265,7 @@ warm_handle warm(const warm_options& options) {
     st->failed = ds.error();
     return h;
   }
+  detail::wire_default_cache();
   policy pol = detail::resolve_policy(std::nullopt);
   for (const auto& p : *ps) {
     if (!options.package.empty() && p->name != options.package) continue;
@@ -271,7 +287,12 @@ warm_handle warm(const warm_options& options) {
         req.drv = (*ds)->drv;
         req.dev = &dev;
         req.module = m;
-        st->tasks.push_back(detail::jit_service::instance().enqueue(req));
+        auto task = detail::jit_service::instance().enqueue(req);
+        if (!task) {
+          if (st->failed.ok()) st->failed = std::move(task).error();
+          continue;
+        }
+        st->tasks.push_back(std::move(task.value()));
         detail::log_line(log_level::debug, "warm: queued " + m + " (" + detail::describe_target(e) + ") for " +
                                                dev.identify());
       }
@@ -291,6 +312,7 @@ bool warm_handle::done() const {
 status warm_handle::wait() const {
   if (!state_) return {};
   status first = state_->failed;
+  if (auto s = usable_here(); !s) return first.ok() ? s : first;
   for (const auto& t : state_->tasks) {
     auto r = detail::jit_service::instance().wait(t);
     if (!r) {

@@ -1,21 +1,36 @@
-// The public cache API (fatpack.hpp, "JIT cache"): statistics, status, prebuilt layers, refreshes.
-#include "cache/disk_cache.hpp"
+// The public cache API (fatpack.hpp, "JIT cache"): statistics, status, prebuilt layers, refreshes;
+// and the wiring of the disk cache into the JIT service (wiring.hpp).
+#include "api/wiring.hpp"
+
+#include "cache/config.hpp"
 #include "cache/stats.hpp"
 #include "jit/service.hpp"
 
 #include "fatpack/fatpack.hpp"
 
+namespace fatpack::detail {
+
+void wire_default_cache() { install_sass_cache_if_none([] { return cache::make_default_sass_cache(); }); }
+
+std::shared_ptr<cache::disk_cache> active_disk_cache() {
+  if (!sass_cache_installed()) return nullptr;
+  return std::dynamic_pointer_cast<cache::disk_cache>(get_sass_cache());
+}
+
+}  // namespace fatpack::detail
+
 namespace fatpack {
 
 cache_statistics cache_stats() {
+  const auto& j = detail::jit_service::instance().counters();
   const auto& c = detail::cache::stats();
   cache_statistics s;
-  s.hits_exact = c.hits_exact;
-  s.hits_other_driver = c.hits_other_driver;
-  s.misses = c.misses;
-  s.jits = c.jits;
-  s.jit_ms = static_cast<double>(c.jit_us.load()) / 1000.0;
-  s.refreshes = c.refreshes;
+  s.hits_exact = j.hits_exact;
+  s.hits_other_driver = j.hits_other_driver;
+  s.misses = j.misses;
+  s.jits = j.jits;
+  s.jit_ms = static_cast<double>(j.jit_us.load()) / 1000.0;
+  s.refreshes = j.refreshes;
   s.bytes_read = c.bytes_read;
   s.bytes_written = c.bytes_written;
   s.stores = c.stores;
@@ -29,7 +44,19 @@ cache_statistics cache_stats() {
 
 cache_info cache_status() {
   cache_info i;
-  auto d = detail::cache::active_disk_cache();
+  if (!detail::sass_cache_installed()) {
+    // Nothing has compiled yet: say what the environment configures, without opening (or creating)
+    // any directory; the mode can still change when the cache opens at the first compile (a
+    // directory that cannot be used makes it read-only or memory-only, docs/cache.md).
+    const auto cfg = detail::cache::config_from_env();
+    i.mode = cfg.disabled ? "disabled" : cfg.path.empty() ? "memory-only" : cfg.read_only ? "read-only" : "read-write";
+    if (!cfg.disabled) {
+      i.path = cfg.path;
+      i.prebuilt = cfg.prebuilt;
+    }
+    return i;
+  }
+  auto d = detail::active_disk_cache();
   if (!d) {
     i.mode = "disabled";
     return i;
@@ -41,7 +68,8 @@ cache_info cache_status() {
 }
 
 status add_prebuilt_cache(std::string_view directory) {
-  auto d = detail::cache::active_disk_cache();
+  detail::wire_default_cache();  // adding a layer is using the cache: open it now
+  auto d = detail::active_disk_cache();
   if (!d)
     return error{errc::invalid_argument, 0,
                  "add_prebuilt_cache(" + std::string(directory) + "): the disk cache is disabled (FATPACK_CACHE_DISABLE)", {}};

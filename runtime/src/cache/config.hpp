@@ -35,10 +35,10 @@ struct config {
 config config_from_env();
 // "1", "true", "yes", "on" (any case) -> true.
 bool env_flag(const char* value);
-// "256M" -> 268435456; false on garbage.
 // The per-user cache directory: $FATPACK_CACHE_PATH, else $XDG_CACHE_HOME/fatpack, else
 // $HOME/.cache/fatpack (it need not exist yet).
 std::string default_user_dir();
+// "256M" -> 268435456; false on garbage.
 bool parse_size(const std::string& text, std::uint64_t& out);
 
 }  // namespace fatpack::detail::cache

@@ -41,6 +41,16 @@ std::shared_ptr<disk_cache> disk_cache::create(const config& cfg) {
   return c;
 }
 
+std::shared_ptr<disk_cache> disk_cache::over(std::shared_ptr<cache_dir> dir) {
+  config cfg;
+  cfg.path = dir->root();
+  cfg.use_other_driver = false;
+  std::shared_ptr<disk_cache> c(new disk_cache(cfg));
+  c->user_writable_ = dir->writable();
+  c->user_ = std::move(dir);
+  return c;
+}
+
 status disk_cache::add_prebuilt(const std::string& dir) {
   dir_verdict v = check_prebuilt_dir(dir);
   if (v.access == dir_access::refused)
@@ -173,7 +183,5 @@ std::shared_ptr<sass_cache> make_default_sass_cache() {
   if (cfg.disabled) return std::make_shared<null_sass_cache>();
   return disk_cache::create(cfg);
 }
-
-std::shared_ptr<disk_cache> active_disk_cache() { return std::dynamic_pointer_cast<disk_cache>(get_sass_cache()); }
 
 }  // namespace fatpack::detail::cache

@@ -26,6 +26,9 @@ namespace fatpack::detail::cache {
 class disk_cache final : public sass_cache {
  public:
   static std::shared_ptr<disk_cache> create(const config& cfg);
+  // A cache over one directory already opened (`fatpack warm`): it is the only layer, read-write
+  // when `dir` is, exact hits only (an entry of another driver is no reason not to compile).
+  static std::shared_ptr<disk_cache> over(std::shared_ptr<cache_dir> dir);
 
   std::optional<cache_hit> find(const jit_key& key, bool allow_other_driver) noexcept override;
   void store(const jit_key& key, core::byte_span sass) noexcept override;
@@ -56,10 +59,8 @@ class disk_cache final : public sass_cache {
   std::set<std::string> warned_;
 };
 
-// What the JIT service installs at first use: disk_cache::create(config_from_env()), or
-// null_sass_cache when FATPACK_CACHE_DISABLE is set.
+// The cache the public API installs: disk_cache::create(config_from_env()), or null_sass_cache when
+// FATPACK_CACHE_DISABLE is set.
 std::shared_ptr<sass_cache> make_default_sass_cache();
-// The disk cache the JIT service uses, or null (disabled, or a test installed another cache).
-std::shared_ptr<disk_cache> active_disk_cache();
 
 }  // namespace fatpack::detail::cache

@@ -1,6 +1,6 @@
 // The seam where the JIT cache plugs in: before compiling PTX the JIT service asks the cache for SASS
 // bytes; on a miss it takes the cache's cross-process compile lock, asks again, compiles, and hands
-// the bytes to the cache. The default is the disk cache (docs/cache.md); within one process the JIT
+// the bytes to the cache. The public API installs the disk cache (docs/cache.md); within one process the JIT
 // service keeps every result in memory anyway, so a module is compiled at most once per process
 // whatever the cache does.
 //
@@ -80,11 +80,5 @@ class null_sass_cache final : public sass_cache {
   void store(const jit_key&, core::byte_span) noexcept override {}
   const char* name() const noexcept override { return "none"; }
 };
-
-// The cache the JIT service uses. Default: the disk cache configured from the environment
-// (cache/disk_cache.hpp), created at first use; null_sass_cache when FATPACK_CACHE_DISABLE=1.
-// set_sass_cache(nullptr) installs null_sass_cache. Set it before the first load.
-void set_sass_cache(std::shared_ptr<sass_cache> cache);
-std::shared_ptr<sass_cache> get_sass_cache();
 
 }  // namespace fatpack::detail

@@ -1,5 +1,5 @@
-// Cache statistics of this process (docs/cache.md §9): counters updated by the JIT service and the
-// disk cache, read through fatpack::cache_stats() / fatpack_cache_stats().
+// The storage's statistics in this process (docs/cache.md §9), updated by the disk cache. The JIT
+// service counts hits, misses and compiles itself (jit_counters); fatpack::cache_stats() shows both.
 #pragma once
 
 #include <atomic>
@@ -8,12 +8,6 @@
 namespace fatpack::detail::cache {
 
 struct counters {
-  std::atomic<std::uint64_t> hits_exact{0};
-  std::atomic<std::uint64_t> hits_other_driver{0};
-  std::atomic<std::uint64_t> misses{0};
-  std::atomic<std::uint64_t> jits{0};
-  std::atomic<std::uint64_t> jit_us{0};
-  std::atomic<std::uint64_t> refreshes{0};       // background re-JITs after other-driver hits
   std::atomic<std::uint64_t> bytes_read{0};      // entry file bytes read
   std::atomic<std::uint64_t> bytes_written{0};   // entry file bytes written
   std::atomic<std::uint64_t> stores{0};

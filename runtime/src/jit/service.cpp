@@ -1,19 +1,19 @@
 // The JIT service (see service.hpp for the policy).
 #include "jit/service.hpp"
 
-#include "cache/disk_cache.hpp"
-#include "cache/stats.hpp"
-
-#include "platform/clock.hpp"
 #include "jit/nvjitlink.hpp"
+#include "jit/pool.hpp"
+#include "platform/clock.hpp"
 #include "platform/log.hpp"
 #include "platform/os.hpp"
-#include "jit/pool.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <new>
 #include <optional>
 
 namespace fatpack::detail {
@@ -41,9 +41,9 @@ class jit_task {
 
 namespace {
 
-// The disk cache from the environment, created at first use (cache/disk_cache.hpp).
+// The installed cache; null until the public API (or a test, or `fatpack warm`) installs one.
 std::shared_ptr<sass_cache>& cache_slot() {
-  static auto* c = new std::shared_ptr<sass_cache>(cache::make_default_sass_cache());
+  static auto* c = new std::shared_ptr<sass_cache>();  // leaked: pool threads may use it until exit
   return *c;
 }
 std::mutex& cache_mu() {
@@ -64,8 +64,29 @@ void set_sass_cache(std::shared_ptr<sass_cache> cache) {
   cache_slot() = cache ? std::move(cache) : std::make_shared<null_sass_cache>();
 }
 
+void install_sass_cache_if_none(const std::function<std::shared_ptr<sass_cache>()>& make) {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  if (cache_slot()) return;
+  auto c = make();
+  cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+}
+
+bool sass_cache_installed() {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  return cache_slot() != nullptr;
+}
+
+void uninstall_sass_cache() {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  cache_slot().reset();
+}
+
 std::shared_ptr<sass_cache> get_sass_cache() {
   std::lock_guard<std::mutex> lock(cache_mu());
+  if (!cache_slot()) {
+    static auto* none = new std::shared_ptr<sass_cache>(std::make_shared<null_sass_cache>());
+    return *none;
+  }
   return cache_slot();
 }
 
@@ -81,10 +102,9 @@ std::string jit_key::str() const {
 }
 
 jit_key make_jit_key(const jit_request& req) {
-  return make_jit_key(req.package->view.entries().at(req.entry), req.dev->arch, req.drv->version);
-}
-
-jit_key make_jit_key(const core::entry_info& e, std::uint32_t target_arch, int driver_version) {
+  const core::entry_info& e = req.package->view.entries().at(req.entry);
+  const std::uint32_t target_arch = req.target_arch ? req.target_arch : req.dev->arch;
+  const int driver_version = req.drv->version;
   jit_key k;
   k.ptx_xxh3 = e.raw_xxh3;
   k.ptx_size = e.raw_size;
@@ -155,15 +175,20 @@ std::shared_ptr<jit_task> jit_service::get_or_create(const jit_request& req, boo
 
 namespace {
 
+std::uint32_t target_of(const jit_request& req) { return req.target_arch ? req.target_arch : req.dev->arch; }
+
 // Decompresses the request's PTX entry (only that one, NUL-terminated) and compiles it: nvJitLink
-// when `nvj` is given, else cuLink in the device's primary context. `arch_unknown`: nvJitLink does
-// not know the device (a GPU newer than the library); the caller then retries with cuLink.
+// when `nvj` is given, else cuLink in the device's primary context (for another CC than the
+// device's, through CU_JIT_TARGET). `arch_unknown`: nvJitLink does not know the target (a GPU newer
+// than the library); the caller then retries with cuLink.
 result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nvj, bool& arch_unknown, std::string& path,
                                  double& decompress_ms) {
   const auto& e = req.package->view.entries().at(req.entry);
   const std::string name = req.module + ": " + describe_target(e);
+  const std::uint32_t target = target_of(req);
   stopwatch sw;
-  // +1 for the NUL both JITs require.
+  // +1 for the NUL both JITs require. raw_size is bounded by the package reader (blocks and block
+  // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
   std::vector<std::uint8_t> ptx(static_cast<std::size_t>(e.raw_size) + 1);
   if (auto s = req.package->view.decompress_into(req.entry, ptx.data(), std::min(8u, os::hardware_threads())); !s)
     return error{errc::bad_package, 0, s.err().message, {}};
@@ -174,7 +199,7 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   arch_unknown = false;
   if (nvj) {
     path = nvj->identify();
-    return nvjitlink_compile(*nvj, ptx_bytes, name, opts, req.dev->arch, e.target.variant, arch_unknown);
+    return nvjitlink_compile(*nvj, ptx_bytes, name, opts, target, e.target.variant, arch_unknown);
   }
   auto ctx = primary_context::retain(*req.drv, *req.dev);
   if (!ctx) return ctx.error();
@@ -182,16 +207,127 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   if (!current.ok())
     return error{errc::cuda, 0, req.dev->identify() + ": cannot make the primary context current for the JIT", {}};
   path = "culink";
-  return jit_link(*req.drv, ptx_bytes, name, opts, std::nullopt);
+  std::optional<std::uint32_t> cu_target;
+  if (target != req.dev->arch) {
+    cu_target = target;
+    // CU_COMPUTE_ACCELERATED_TARGET_BASE / CU_COMPUTE_FAMILY_TARGET_BASE: a/f PTX gives a/f SASS.
+    if (e.target.variant == core::arch_variant::arch_specific) *cu_target += 0x10000;
+    if (e.target.variant == core::arch_variant::family) *cu_target += 0x20000;
+  }
+  return jit_link(*req.drv, ptx_bytes, name, opts, cu_target);
 }
+
+// nvJitLink when it was asked for and can be loaded; null for cuLink.
+const nvjitlink_lib* pick_nvjitlink() {
+  if (jit_backend_in_use() != jit_backend::nvjitlink) return nullptr;
+  const auto& lib = load_nvjitlink();
+  if (lib) return *lib;
+  static std::once_flag warned;
+  std::call_once(warned, [&] { log_line(log_level::warn, lib.error().message + "; using the driver's cuLink JIT"); });
+  return nullptr;
+}
+
+// The key the cache sees: it names the path that produces the bytes.
+jit_key cache_key(const jit_request& req, const nvjitlink_lib* nvj) {
+  jit_key key = make_jit_key(req);
+  key.backend = nvj ? "nvjitlink-" + std::to_string(nvj->major) + "." + std::to_string(nvj->minor) : "culink";
+  return key;
+}
+
+std::string describe_exception(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const std::bad_alloc&) {
+    return "out of memory (std::bad_alloc)";
+  } catch (const std::exception& e) {
+    return std::string("an exception: ") + e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
+// Exit: finish the stores still queued, for at most this long.
+constexpr long exit_flush_ms = 10000;
 
 }  // namespace
 
+jit_key jit_service::cache_key_for(const jit_request& req) { return cache_key(req, pick_nvjitlink()); }
+
+void jit_service::background(std::function<void()> job) {
+  try {
+    pool().submit(job);
+  } catch (...) {
+    job();  // no pool thread could be started: do it here rather than lose it
+  }
+}
+
+void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
+                          std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard) {
+  static std::once_flag at_exit;
+  std::call_once(at_exit, [] {
+    static const int owner = os::process_id();
+    std::atexit([] {
+      if (os::process_id() != owner) return;  // a fork() child: the parent's stores are the parent's
+      if (!instance().flush_stores(exit_flush_ms))
+        log_line(log_level::warn, "JIT cache: exiting with stores still pending after " +
+                                      std::to_string(exit_flush_ms / 1000) + " s; they are lost");
+    });
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stores_pending_;
+  }
+  std::shared_ptr<compile_guard> g(std::move(guard));
+  background([this, cache, key, sass, g]() mutable {
+    try {
+      cache->store(key, core::byte_span(sass->data(), sass->size()));
+    } catch (...) {
+      // sass_cache::store is noexcept by contract; nothing of a store may stop the pool.
+    }
+    g.reset();  // after the entry is published: processes waiting on the lock find it
+    std::lock_guard<std::mutex> lock(mu_);
+    --stores_pending_;
+    idle_cv_.notify_all();
+  });
+}
+
+bool jit_service::flush_stores(long timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto idle = [&] { return stores_pending_ == 0; };
+  if (timeout_ms < 0) {
+    idle_cv_.wait(lock, idle);
+    return true;
+  }
+  return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), idle);
+}
+
 void jit_service::run(const std::shared_ptr<jit_task>& t) {
+  try {
+    run_guarded(t);
+  } catch (...) {
+    const jit_request& req = t->req;
+    std::string what = describe_exception(std::current_exception());
+    error err{errc::jit_failed, 0,
+              "module '" + req.module + "' entry " + std::to_string(req.entry) + " on " + req.dev->identify() +
+                  ": the JIT failed with " + what,
+              {}};
+    {
+      std::lock_guard<std::mutex> lock(t->mu);
+      if (t->state == task_state::done) return;  // finished before the throw (a log line, say)
+      t->outcome.emplace(std::move(err));
+      t->state = task_state::done;
+    }
+    t->cv.notify_all();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(t->key);
+    if (it != tasks_.end() && it->second == t) tasks_.erase(it);
+  }
+}
+
+void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
   const jit_request& req = t->req;
   const auto& e = req.package->view.entries().at(req.entry);
   std::string name = req.module + ": " + describe_target(e);
-  auto& counters = cache::stats();
 
   auto finish = [&](result<jit_result> r) {
     bool ok = r.has_value();
@@ -210,7 +346,7 @@ void jit_service::run(const std::shared_ptr<jit_task>& t) {
   };
 
   auto cache = get_sass_cache();
-  const nvjitlink_lib* nvj = nullptr;
+  const nvjitlink_lib* nvj = pick_nvjitlink();
   // A hit: used at once. One from another driver is valid SASS too; it is re-JIT-ed for this driver
   // in the background, so the next process gets an exact hit (and a driver update never brings back
   // a slow start).
@@ -221,30 +357,19 @@ void jit_service::run(const std::shared_ptr<jit_task>& t) {
     jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(hit->sass));
     jr.reused = jr.from_cache = true;
     jr.path = key.backend + " (cache " + hit->where + (hit->exact ? "" : ", other driver") + ")";
-    (hit->exact ? counters.hits_exact : counters.hits_other_driver)++;
+    (hit->exact ? counters_.hits_exact : counters_.hits_other_driver)++;
     log_line(log_level::debug, "JIT cache hit (" + hit->where + (hit->exact ? "" : ", built by another driver") + "): " + name);
     if (!hit->exact && cache->refresh_other_driver()) refresh(req, key, nvj);
     finish(std::move(jr));
     return true;
   };
 
-  // nvJitLink when asked for and usable; the key names the path that produces the bytes.
-  if (jit_backend_in_use() == jit_backend::nvjitlink) {
-    const auto& lib = load_nvjitlink();
-    if (lib) {
-      nvj = *lib;
-    } else {
-      static std::once_flag warned;
-      std::call_once(warned, [&] { log_line(log_level::warn, lib.error().message + "; using the driver's cuLink JIT"); });
-    }
-  }
-  jit_key key = make_jit_key(req);
-  if (nvj) key.backend = "nvjitlink-" + std::to_string(nvj->major) + "." + std::to_string(nvj->minor);
+  jit_key key = cache_key(req, nvj);
   if (try_cache(key)) return;
   // Cross-process single flight: wait for another process compiling this key, then look again.
   std::unique_ptr<compile_guard> guard = cache->begin_compile(key);
   if (try_cache(key)) return;
-  counters.misses++;
+  counters_.misses++;
 
   jit_result jr;
   bool arch_unknown = false;
@@ -272,15 +397,15 @@ void jit_service::run(const std::shared_ptr<jit_task>& t) {
     std::lock_guard<std::mutex> lock(mu_);
     ++compiles_;
   }
-  counters.jits++;
-  counters.jit_us += static_cast<std::uint64_t>(out->wall_ms * 1000);
+  counters_.jits++;
+  counters_.jit_us += static_cast<std::uint64_t>(out->wall_ms * 1000);
   jr.jit_ms = out->wall_ms;
   jr.info_log = std::move(out->info_log);
-  cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
-  guard.reset();  // after the entry is published: waiters find it when they get the lock
   jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(out->sass));
   log_line(log_level::debug, "JIT " + name + " for " + req.dev->identify() + " via " + jr.path + ": " +
                                  std::to_string(jr.jit_ms) + " ms, " + std::to_string(jr.sass->size()) + " bytes of SASS");
+  // The store (and the compile lock with it) goes to the pool; the waiters get the SASS now.
+  publish(cache, key, jr.sass, std::move(guard));
   finish(std::move(jr));
 }
 
@@ -289,43 +414,48 @@ void jit_service::refresh(const jit_request& req, const jit_key& key, const nvji
     std::lock_guard<std::mutex> lock(mu_);
     ++refresh_pending_;
   }
-  pool().submit([this, req, key, nvj] {
-    auto cache = get_sass_cache();
-    auto guard = cache->begin_compile(key);
-    if (!cache->find(key, false)) {  // another process may have refreshed it meanwhile
-      bool arch_unknown = false;
-      std::string path;
-      double decompress_ms = 0;
-      auto out = compile_entry(req, nvj, arch_unknown, path, decompress_ms);
-      if (out) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++compiles_;
+  background([this, req, key, nvj] {
+    try {
+      auto cache = get_sass_cache();
+      auto guard = cache->begin_compile(key);
+      if (!cache->find(key, false)) {  // another process may have refreshed it meanwhile
+        bool arch_unknown = false;
+        std::string path;
+        double decompress_ms = 0;
+        auto out = compile_entry(req, nvj, arch_unknown, path, decompress_ms);
+        if (out) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            ++compiles_;
+          }
+          counters_.jits++;
+          counters_.refreshes++;
+          counters_.jit_us += static_cast<std::uint64_t>(out->wall_ms * 1000);
+          cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
+          log_line(log_level::debug, "JIT cache: re-JIT-ed " + req.module + " for this driver (" +
+                                         std::to_string(out->wall_ms) + " ms)");
+        } else {
+          log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed: " + out.error().message);
         }
-        auto& counters = cache::stats();
-        counters.jits++;
-        counters.refreshes++;
-        counters.jit_us += static_cast<std::uint64_t>(out->wall_ms * 1000);
-        cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
-        log_line(log_level::debug, "JIT cache: re-JIT-ed " + req.module + " for this driver (" +
-                                       std::to_string(out->wall_ms) + " ms)");
-      } else {
-        log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed: " + out.error().message);
       }
+    } catch (...) {
+      log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed with " +
+                                    describe_exception(std::current_exception()));
     }
-    guard.reset();
     std::lock_guard<std::mutex> lock(mu_);
     --refresh_pending_;
-    refresh_cv_.notify_all();
+    idle_cv_.notify_all();
   });
 }
 
 void jit_service::wait_refreshes() {
   std::unique_lock<std::mutex> lock(mu_);
-  refresh_cv_.wait(lock, [&] { return refresh_pending_ == 0; });
+  idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0; });
 }
 
 result<jit_result> jit_service::wait(const std::shared_ptr<jit_task>& t) {
+  // Before any lock: in a fork() child the parent's locks and running tasks are not ours to wait on.
+  if (auto s = usable_in_this_process(*t->req.drv); !s) return s.error();
   bool mine = t->claim();
   if (mine) run(t);
   std::unique_lock<std::mutex> lock(t->mu);
@@ -340,25 +470,43 @@ result<jit_result> jit_service::wait(const std::shared_ptr<jit_task>& t) {
 }
 
 bool jit_task_done(const std::shared_ptr<jit_task>& t) {
+  if (!usable_in_this_process(*t->req.drv)) return true;  // a fork() child: wait() says why
   std::lock_guard<std::mutex> lock(t->mu);
   return t->state == task_state::done;
 }
 
 result<jit_result> jit_service::compile(const jit_request& req) {
-  bool created = false;
-  auto t = get_or_create(req, created);
+  if (auto s = usable_in_this_process(*req.drv); !s) return s.error();
+  std::shared_ptr<jit_task> t;
+  try {
+    bool created = false;
+    t = get_or_create(req, created);
+  } catch (...) {
+    return error{errc::jit_failed, 0, "module '" + req.module + "': cannot start the JIT: " +
+                                          describe_exception(std::current_exception()), {}};
+  }
   return wait(t);
 }
 
-std::shared_ptr<jit_task> jit_service::enqueue(const jit_request& req) {
-  bool created = false;
-  auto t = get_or_create(req, created);
-  if (created) {
-    pool().submit([this, t] {
-      if (t->claim()) run(t);
-    });
+result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
+  if (auto s = usable_in_this_process(*req.drv); !s) return s.error();
+  try {
+    bool created = false;
+    auto t = get_or_create(req, created);
+    if (created) {
+      // A pool that cannot take the job leaves it queued: wait() takes it over.
+      try {
+        pool().submit([this, t] {
+          if (t->claim()) run(t);
+        });
+      } catch (...) {
+      }
+    }
+    return t;
+  } catch (...) {
+    return error{errc::jit_failed, 0, "module '" + req.module + "': cannot queue the JIT: " +
+                                          describe_exception(std::current_exception()), {}};
   }
-  return t;
 }
 
 }  // namespace fatpack::detail

@@ -1,5 +1,6 @@
 // The JIT service: one compile per key per process, results kept in memory, the cache seam asked
-// first, background compiles on the thread pool.
+// first, background work on the thread pool. Every compile in the product goes through here:
+// load_module, fatpack::warm() and `fatpack warm` (runtime/admin) alike.
 //
 // Policy:
 //  - Single flight: a key (jit_key::str(): PTX hash, target CC, options, JIT path, driver) has at most
@@ -9,6 +10,8 @@
 //    background work would only delay it). Background compiles (warm-up) run on the pool; a load
 //    that needs a key the pool has not started yet takes the job over, one already running is waited
 //    for.
+//  - A task always finishes: an exception during a compile (bad_alloc, anything) becomes that task's
+//    error for every waiter, on the loading thread and on the pool alike.
 //  - Successful results stay in memory for the life of the process (a module unloaded and loaded
 //    again is not compiled again); failures are returned to everyone waiting and then forgotten, so a
 //    later load tries again.
@@ -16,17 +19,27 @@
 //    flight: bounded wait for another process compiling the same key) -> lookup again -> decompress
 //    the PTX (only that entry, NUL-terminated) -> nvJitLink when chosen (nvjitlink.hpp), else (or
 //    for an arch it does not know) retain the device's primary context, make it current and cuLink
-//    -> sass_cache::store -> release the compile lock.
+//    -> the waiters get the SASS -> sass_cache::store on the pool, holding the compile lock until the
+//    entry is published (so another process waits for the entry instead of compiling it again).
+//    Storing (and the eviction and temp-file scan a store may trigger) never runs on the loading
+//    thread. Stores still pending when the process exits are finished first, for at most 10 s.
 //  - A hit from another driver (same code key) is used at once and re-JIT-ed for this driver on the
 //    pool (refresh), so the next process gets an exact hit.
+//  - The cache is whatever the caller installed (set_sass_cache); the service never builds one. The
+//    public API wires the disk cache from the environment in (api/wiring.hpp); until something is
+//    installed the service uses no cache.
+//  - A fork() child of a process that initialised CUDA gets an error from every call here (CUDA is
+//    unusable in such a child) and never waits on state inherited from the parent.
 #pragma once
 
-#include "platform/device.hpp"
-#include "jit/culink.hpp"
-#include "registry/registry.hpp"
 #include "cache/sass_cache.hpp"
+#include "jit/culink.hpp"
+#include "platform/device.hpp"
+#include "registry/registry.hpp"
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +54,19 @@ struct jit_request {
   const driver* drv = nullptr;
   const device* dev = nullptr;       // compile for (and in the primary context of) this device
   std::string module;                // for messages and the driver's log
+  // The SASS to produce, as major*10+minor: 0 for dev's own CC. Another CC is compiled through the
+  // driver's cross-target JIT (CU_JIT_TARGET) in dev's primary context (`fatpack warm --target`).
+  std::uint32_t target_arch = 0;
+};
+
+// What the service did, for cache_stats() (the storage's own counters are the cache's business).
+struct jit_counters {
+  std::atomic<std::uint64_t> hits_exact{0};
+  std::atomic<std::uint64_t> hits_other_driver{0};
+  std::atomic<std::uint64_t> misses{0};
+  std::atomic<std::uint64_t> jits{0};
+  std::atomic<std::uint64_t> jit_us{0};
+  std::atomic<std::uint64_t> refreshes{0};  // background re-JITs after other-driver hits
 };
 
 struct jit_result {
@@ -64,23 +90,38 @@ class jit_service {
   // Compiles (or finds) the SASS for `req` now, on this thread if nobody else is compiling it.
   result<jit_result> compile(const jit_request& req);
   // Queues a background compile (no-op when the key is known or in flight). The task can be waited on.
-  std::shared_ptr<jit_task> enqueue(const jit_request& req);
+  result<std::shared_ptr<jit_task>> enqueue(const jit_request& req);
   // Waits for a task from enqueue(); a task still queued is taken over by the caller.
   result<jit_result> wait(const std::shared_ptr<jit_task>& task);
 
-  // Waits for the background re-JITs that other-driver cache hits queued (fatpack::wait_cache_refresh).
+  // The key the cache is asked with for `req` (its backend resolved to the path that will compile).
+  jit_key cache_key_for(const jit_request& req);
+
+  // Waits for the background re-JITs that other-driver cache hits queued, and for every pending
+  // store (fatpack::wait_cache_refresh).
   void wait_refreshes();
+  // Waits until every store queued so far has reached the cache (at most timeout_ms; <0: no bound).
+  // False when the bound was reached first.
+  bool flush_stores(long timeout_ms = -1);
 
   void set_threads(unsigned n);
   // Number of compiles actually run (not reused) in this process; for tests and statistics.
   std::size_t compiles() const;
+  const jit_counters& counters() const { return counters_; }
 
  private:
   jit_service() = default;
   std::shared_ptr<jit_task> get_or_create(const jit_request& req, bool& created);
   void run(const std::shared_ptr<jit_task>& task);
+  void run_guarded(const std::shared_ptr<jit_task>& task);
   // Queues a re-JIT of `key` for this driver after an other-driver hit; stores the result.
   void refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj);
+  // Hands `sass` to the cache on the pool; `guard` (the cross-process compile lock) is released
+  // after the store.
+  void publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
+               std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard);
+  // Runs `job` on the pool, or here when the pool cannot take it (no thread could be started).
+  void background(std::function<void()> job);
   thread_pool& pool();
 
   mutable std::mutex mu_;
@@ -89,14 +130,26 @@ class jit_service {
   unsigned threads_ = 0;
   std::size_t compiles_ = 0;
   std::size_t refresh_pending_ = 0;
-  std::condition_variable refresh_cv_;
+  std::size_t stores_pending_ = 0;
+  std::condition_variable idle_cv_;  // refresh_pending_ or stores_pending_ went down
+  jit_counters counters_;
 };
+
+// The cache the JIT service asks (the seam, cache/sass_cache.hpp). Nothing is installed at first:
+// the service then uses no cache. set_sass_cache(nullptr) installs null_sass_cache. Install before the
+// first load; a cache replaced while compiles run is used by the compiles that start afterwards.
+void set_sass_cache(std::shared_ptr<sass_cache> cache);
+// Installs make() unless a cache is installed already (make runs at most once, under the lock).
+void install_sass_cache_if_none(const std::function<std::shared_ptr<sass_cache>()>& make);
+bool sass_cache_installed();
+// Back to "nothing installed" (tests, and `fatpack warm` restoring what it found).
+void uninstall_sass_cache();
+// The installed cache, or null_sass_cache when none is.
+std::shared_ptr<sass_cache> get_sass_cache();
 
 // The in-process single-flight key. Its backend is the one requested ("culink" / "nvjitlink"); the
 // key given to the cache names the path that actually produced the bytes (with nvJitLink's version).
 jit_key make_jit_key(const jit_request& req);
-// The same for a PTX entry compiled for `target_arch` by a driver of `driver_version` (warm --target).
-jit_key make_jit_key(const core::entry_info& e, std::uint32_t target_arch, int driver_version);
 // FATPACK_JIT_BACKEND / set_jit_backend.
 jit_backend jit_backend_in_use();
 // True once the task has finished (successfully or not).

@@ -114,10 +114,22 @@ result<const driver*> do_load() {
     delete d;
     return error{code, static_cast<int>(r), std::move(msg), {}};
   }
+  d->init_pid = os::process_id();
   return static_cast<const driver*>(d);
 }
 
 }  // namespace
+
+status usable_in_this_process(const driver& d) {
+  const int me = os::process_id();
+  if (me == d.init_pid) return {};
+  return error{errc::cuda, 0,
+               "process " + std::to_string(me) + " is a fork() child of process " + std::to_string(d.init_pid) +
+                   ", which initialised CUDA (" + d.identify() +
+                   "); CUDA cannot be used in a child after the parent's cuInit: use fatpack in the parent, or "
+                   "exec() a new program in the child",
+               {}};
+}
 
 std::string driver_path() {
   const char* env = os::getenv("FATPACK_LIBCUDA");

@@ -53,6 +53,7 @@ inline constexpr int min_driver_version = 12000;   // oldest driver fatpack acce
 struct driver {
   std::string path;   // what was dlopen-ed
   int version = 0;    // cuDriverGetVersion
+  int init_pid = 0;   // the process that called cuInit (a fork() child has another pid)
   using get_proc_fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
   get_proc_fn get_proc = nullptr;
 #define FATPACK_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
@@ -69,6 +70,10 @@ struct driver {
 
 // Loads the driver once per process (thread-safe). The error is kept and returned again later.
 const result<const driver*>& load_driver();
+
+// A fork() child of the process that called cuInit cannot use CUDA (the driver's state belongs to
+// the parent). An error naming both processes when this process is such a child; ok otherwise.
+status usable_in_this_process(const driver& d);
 
 // The library path load_driver() uses: $FATPACK_LIBCUDA or "libcuda.so.1".
 std::string driver_path();

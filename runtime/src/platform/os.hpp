@@ -56,6 +56,9 @@ class scratch_buffer {
 // Number of hardware threads (>= 1).
 unsigned hardware_threads();
 
+// getpid(): compared with the pid that initialised CUDA to recognise a fork() child.
+int process_id();
+
 // The value of an environment variable, or null.
 const char* getenv(const char* name);
 

@@ -97,6 +97,8 @@ bool is_tegra_platform() {
   return ::stat("/etc/nv_tegra_release", &st) == 0;
 }
 
+int process_id() { return static_cast<int>(::getpid()); }
+
 unsigned hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? n : 1;

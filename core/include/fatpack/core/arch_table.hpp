@@ -17,6 +17,11 @@ const std::vector<std::uint32_t>& hypothetical_archs();
 // True when arch is in known_sass_archs().
 bool is_known_arch(std::uint32_t arch);
 
+// Tegra / Jetson architectures (3.2, 5.3, 6.2, 7.2, 8.7, 10.1, 11.0): integrated GPUs without SASS
+// minor-version compatibility. The runtime asks the device itself; `fatpack warm --target`, which has
+// no device of that CC, asks this.
+bool is_tegra_arch(std::uint32_t arch);
+
 // Family targets: does an `f` target for `family_arch` (100 for sm_100f) run on a device with
 // compute capability `device_arch` (103 for CC 10.3)? From the Programming Guide's Table 28.
 bool family_contains(std::uint32_t family_arch, std::uint32_t device_arch);
