@@ -14,6 +14,7 @@
 #include "fatpack/core/input.hpp"
 
 #include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/package.hpp"
 
 #include <cstdio>
@@ -35,10 +36,8 @@ std::string first_bytes(byte_span b) {
   std::string s;
   const std::size_t n = b.size < 8 ? b.size : 8;
   for (std::size_t i = 0; i < n; ++i) {
-    char buf[4];
-    std::snprintf(buf, sizeof buf, "%02x", b.data[i]);
     if (i) s += ' ';
-    s += buf;
+    s += hex_bytes(b.data + i, 1);
   }
   if (b.size > n) s += " ..";
   return s;

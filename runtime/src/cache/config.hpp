@@ -33,8 +33,6 @@ struct config {
 };
 
 config config_from_env();
-// "1", "true", "yes", "on" (any case) -> true.
-bool env_flag(const char* value);
 // "256M" -> 268435456; false on garbage.
 bool parse_size(const std::string& text, std::uint64_t& out);
 
