@@ -9,7 +9,8 @@
 #include "log.hpp"
 #include "os.hpp"
 #include "selection.hpp"
-#include "thread_pool.hpp"
+
+#include "fatpack/core/hex.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -52,12 +53,6 @@ std::mutex& cache_mu() {
   return *m;
 }
 
-std::string hex64(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 void set_sass_cache(std::shared_ptr<sass_cache> cache) {
@@ -72,10 +67,9 @@ std::shared_ptr<sass_cache> get_sass_cache() {
 
 std::string jit_key::str() const {
   std::string s = backend;
-  s += "|ptx=" + hex64(ptx_xxh3) + ":" + std::to_string(ptx_size);
+  s += "|ptx=" + core::hex16(ptx_xxh3) + ":" + std::to_string(ptx_size);
   s += "|src=" + ptx_target.str() + "@" + ptx_isa.str();
-  s += "|cc=" + std::to_string(target_arch);
-  s += target_variant == core::arch_variant::arch_specific ? "a" : target_variant == core::arch_variant::family ? "f" : "";
+  s += "|cc=" + std::to_string(target_arch) + core::variant_suffix(target_variant);
   s += "|opt=" + options;
   s += "|drv=" + std::to_string(driver_version);
   return s;
@@ -126,7 +120,7 @@ std::size_t jit_service::compiles() const {
   return compiles_;
 }
 
-thread_pool& jit_service::pool() {
+core::thread_pool& jit_service::pool() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!pool_) {
     unsigned n = threads_;
@@ -135,8 +129,8 @@ thread_pool& jit_service::pool() {
       if (env && *env) n = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
     }
     if (n == 0) n = os::hardware_threads();
-    // Leaked with the service; see thread_pool.hpp.
-    pool_.reset(new thread_pool(n));
+    // Leaked with the service (fatpack/core/thread_pool.hpp: workers start as work arrives).
+    pool_.reset(new core::thread_pool(n));
     log_line(log_level::debug, "JIT pool: " + std::to_string(n) + " threads");
   }
   return *pool_;

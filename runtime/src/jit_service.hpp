@@ -26,6 +26,8 @@
 #include "registry.hpp"
 #include "sass_cache.hpp"
 
+#include "fatpack/core/thread_pool.hpp"
+
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -55,7 +57,6 @@ struct jit_result {
 
 class jit_task;
 struct nvjitlink_lib;
-class thread_pool;
 
 class jit_service {
  public:
@@ -81,11 +82,11 @@ class jit_service {
   void run(const std::shared_ptr<jit_task>& task);
   // Queues a re-JIT of `key` for this driver after an other-driver hit; stores the result.
   void refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj);
-  thread_pool& pool();
+  core::thread_pool& pool();
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<jit_task>> tasks_;
-  std::unique_ptr<thread_pool> pool_;
+  std::unique_ptr<core::thread_pool> pool_;
   unsigned threads_ = 0;
   std::size_t compiles_ = 0;
   std::size_t refresh_pending_ = 0;
