@@ -50,6 +50,9 @@ SEARCH = {
 # part that implements it.
 CORE_HEADERS = {
     "error.hpp": "core/support",
+    "hex.hpp": "core/support",
+    "le_bytes.hpp": "core/support",
+    "thread_pool.hpp": "core/support",
     "target.hpp": "core/rules",
     "arch_table.hpp": "core/rules",
     "select.hpp": "core/rules",

@@ -71,9 +71,10 @@ core::result<std::vector<core::target>> parse_arch_list(const std::string& list,
                               "architecture " + std::to_string(arch) + " ('" + it +
                                   "') is not supported by this CUDA toolkit (nvcc --list-gpu-code: " +
                                   list_str(nvcc_archs) + ")");
-    const core::arch_variant variant = m[2] == "a"   ? core::arch_variant::arch_specific
-                                       : m[2] == "f" ? core::arch_variant::family
-                                                     : core::arch_variant::plain;
+    // The number and suffix are nvcc's target spelling without the prefix: one parser for both.
+    auto sass = core::target::parse("sm_" + m[1].str() + m[2].str());
+    if (!sass) return core::make_error(core::errc::invalid_argument, "architecture '" + it + "': " + sass.err().message);
+    const core::arch_variant variant = sass->variant;
     const bool real = m[3] != "-virtual", virt = m[3] != "-real";
     if (real) add_unique(out, {core::entry_kind::sass, arch, variant});
     if (virt) add_unique(out, {core::entry_kind::ptx, arch, variant});

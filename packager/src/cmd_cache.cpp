@@ -50,6 +50,7 @@ nlohmann::json entry_json(const fc::entry_info& e) {
           {"driver", e.driver_text},
           {"sm", e.sm},
           {"arch_specific", e.arch_specific},
+          {"target", e.target},
           {"cubin_bytes", e.cubin_bytes},
           {"disk_bytes", e.disk_bytes},
           {"created_unix_s", e.created_unix_s},
@@ -107,8 +108,7 @@ int run_list(const cache_args& a) {
   std::printf("%-32s %-8s %10s %10s  %-19s  %-16s %s\n", "code key", "sm", "cubin", "on disk", "last use", "driver",
               "code");
   for (const auto& e : entries) {
-    const std::string sm = "sm_" + std::to_string(e.sm) + (e.arch_specific ? "a" : "");
-    std::printf("%-32s %-8s %10llu %10llu  %-19s  %-16s %s\n", e.code_key.c_str(), sm.c_str(),
+    std::printf("%-32s %-8s %10llu %10llu  %-19s  %-16s %s\n", e.code_key.c_str(), e.target.c_str(),
                 static_cast<unsigned long long>(e.cubin_bytes), static_cast<unsigned long long>(e.disk_bytes),
                 when(e.last_use_unix_s).c_str(), e.driver_text.c_str(), e.code_text.c_str());
   }

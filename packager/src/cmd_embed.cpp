@@ -96,7 +96,7 @@ command_runner add_embed_command(CLI::App& app) {
       print_error(o->file + ": cannot resolve the path");
       return exit_failure;
     }
-    const std::string checksum = hex64(core::xxh3(core::byte_span(pf->bytes)));
+    const std::string checksum = core::hex16(core::xxh3(core::byte_span(pf->bytes)));
     const std::string body = assembly(sym, name, resolved);
     std::ostringstream out;
     if (cpp) {

@@ -23,7 +23,7 @@ nlohmann::json entry_json(const core::entry_info& e) {
   j["raw_size"] = e.raw_size;
   j["stored_size"] = e.stored_size;
   j["offset"] = e.payload_offset;
-  j["xxh3"] = hex64(e.raw_xxh3);
+  j["xxh3"] = core::hex16(e.raw_xxh3);
   j["options"] = std::string(e.options);
   nlohmann::json kernels = nlohmann::json::array();
   for (auto k : e.kernels) kernels.push_back(std::string(k));
@@ -53,7 +53,7 @@ void print_human(const package_file& pf) {
                   std::string(e.module_name).c_str(), e.target.str().c_str(), core::kind_name(e.target.kind),
                   e.target.kind == core::entry_kind::ptx ? e.ptx_isa.str().c_str() : "-", core::codec_name(e.codec),
                   static_cast<unsigned long long>(e.raw_size), static_cast<unsigned long long>(e.stored_size),
-                  hex64(e.raw_xxh3).c_str(), kernels.c_str());
+                  core::hex16(e.raw_xxh3).c_str(), kernels.c_str());
     }
   }
   std::fflush(stdout);

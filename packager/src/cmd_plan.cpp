@@ -10,23 +10,16 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <regex>
 
 namespace fatpack::tool {
 namespace {
 
 // "sm_86", "86", "8.6" -> 86. A GPU is a compute capability: a/f suffixes name code, not devices.
 std::uint32_t parse_gpu(const std::string& text) {
-  static const std::regex re(R"(^(?:sm_)?([0-9]{2,4})$|^([0-9]{1,3})\.([0-9])$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re))
-    throw usage_error{"--gpu '" + text + "': expected a compute capability such as sm_86, 86 or 8.6"};
-  if (m[1].matched) return std::uint32_t(std::stoul(m[1]));
-  return std::uint32_t(std::stoul(m[2]) * 10 + std::stoul(m[3]));
+  auto cc = core::parse_compute_capability(text, core::cc_suffix::reject);
+  if (!cc) throw usage_error{"--gpu " + cc.err().message};
+  return *cc;
 }
-
-std::string gpu_name(std::uint32_t arch) { return "sm_" + std::to_string(arch); }
-std::string cc_name(std::uint32_t arch) { return std::to_string(arch / 10) + "." + std::to_string(arch % 10); }
 
 struct module_entries {
   std::vector<core::entry_desc> descs;
@@ -109,8 +102,8 @@ command_runner add_plan_command(CLI::App& app) {
           nlohmann::json plan;
           plan["package"] = std::string(pkg.name());
           plan["module"] = mod;
-          plan["device"] = gpu_name(gpu);
-          plan["compute_capability"] = cc_name(gpu);
+          plan["device"] = core::sm_name(gpu);
+          plan["compute_capability"] = core::cc_str(gpu);
           plan["chosen"] = nullptr;
           plan["candidates"] = nlohmann::json::array();
           for (const auto& c : sel.candidates) {
@@ -136,11 +129,11 @@ command_runner add_plan_command(CLI::App& app) {
               loads = e.target.str() + (e.target.kind == core::entry_kind::ptx ? " (JIT)" : "");
               why = c.reason;
             }
-            std::printf("  %-8s %-6s %-14s %s\n", gpu_name(gpu).c_str(), cc_name(gpu).c_str(), loads.c_str(),
+            std::printf("  %-8s %-6s %-14s %s\n", core::sm_name(gpu).c_str(), core::cc_str(gpu).c_str(), loads.c_str(),
                         why.c_str());
             continue;
           }
-          std::cout << "  " << gpu_name(gpu) << " (CC " << cc_name(gpu) << "):\n";
+          std::cout << "  " << core::sm_name(gpu) << " (CC " << core::cc_str(gpu) << "):\n";
           for (const auto& c : sel.candidates) {
             const core::entry_info& e = *me.infos[c.entry];
             std::string label = e.target.str();

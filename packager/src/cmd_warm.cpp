@@ -25,11 +25,9 @@ struct warm_args {
   bool quiet = false;
 };
 
-std::string target_name(std::uint32_t cc) { return "sm_" + std::to_string(cc); }
-
 // One line per item that says what happened; the selector's or the JIT's words for the why.
 void print_item(const fc::warm_item& it) {
-  const std::string what = it.package + "/" + it.module + " for " + target_name(it.target);
+  const std::string what = it.package + "/" + it.module + " for " + core::sm_name(it.target);
   switch (it.result) {
     case fc::warm_item::outcome::compiled:
       std::printf("compiled       %s from %s (%.0f ms)\n", what.c_str(), it.entry.c_str(), it.jit_ms);
@@ -79,7 +77,7 @@ int run_warm(const warm_args& a) {
   }
   const bool bar = stderr_is_terminal() && !a.quiet;
   o.progress = [&](const fc::warm_item& it, std::size_t done, std::size_t total) {
-    if (bar) draw_progress(done, total, it.module + " " + target_name(it.target));
+    if (bar) draw_progress(done, total, it.module + " " + core::sm_name(it.target));
   };
   // Programs and libraries that embed packages are warmed like .fpk files: their packages (found
   // as `inspect` finds them) are written to a temporary directory for the runtime's warm code.

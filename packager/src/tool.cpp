@@ -30,12 +30,6 @@ std::string human_size(std::uint64_t bytes) {
   return buf;
 }
 
-std::string hex64(std::uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 core::result<package_file> load_package_file(const std::string& path) {
   auto bytes = read_file(path);
   if (!bytes) return std::move(bytes).err();
@@ -62,9 +56,7 @@ core::result<package_file> load_package_file(const std::string& path) {
   }
   pf.embedded = true;
   for (const std::uint64_t off : offsets) {
-    char where[64];
-    std::snprintf(where, sizeof where, "+0x%llx", static_cast<unsigned long long>(off));
-    auto pv = core::package_view::parse(all.subspan(std::size_t(off), std::size_t(all.size - off)), path + where);
+    auto pv = core::package_view::parse(all.subspan(std::size_t(off), std::size_t(all.size - off)), path + "+" + core::hex(off));
     if (!pv) return std::move(pv).err();
     pf.packages.push_back(std::move(pv).value());
   }

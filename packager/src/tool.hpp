@@ -5,6 +5,7 @@
 #pragma once
 
 #include "fatpack/core/error.hpp"
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/package.hpp"
 #include "fatpack/error.hpp"
 
@@ -66,6 +67,5 @@ std::vector<std::string>& passthrough_args();
 std::string human_size(std::uint64_t bytes);
 // A runtime error (fatpack/error.hpp) as one diagnostic: its message, then the JIT log if any.
 std::string runtime_error_text(const fatpack::error& e);  // "1.2 MiB"
-std::string hex64(std::uint64_t v);          // "0123456789abcdef"
 
 }  // namespace fatpack::tool

@@ -618,6 +618,27 @@ TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owne
   CHECK(prepare_user_dir("relative/path", false).access == dir_access::refused);
 }
 
+TEST_CASE("admin: list spells an entry's target with its a or f suffix (sm_100f, not sm_100)") {
+  const std::string root = fresh("admin_family");
+  auto c = disk_cache::create(cfg_for(root));
+  const auto cubin100f = read_file(artifact("vadd.sm_100f.cubin"));
+  c->store(key_for(0x100f, 100), fatpack::core::byte_span(cubin100f));
+  c->store(key_for(0x90a, 90), fatpack::core::byte_span(read_file(artifact("vadd.sm_90a.cubin"))));
+  c->store(key_for(0x90, 90), fatpack::core::byte_span(cubin90()));
+  auto a = admin::open(root, true);
+  REQUIRE(a.has_value());
+  auto l = (*a)->list();
+  REQUIRE(l.size() == 3);
+  std::vector<std::string> targets;
+  for (const auto& e : l) targets.push_back(e.target);
+  std::sort(targets.begin(), targets.end());
+  CHECK(targets == std::vector<std::string>{"sm_100f", "sm_90", "sm_90a"});
+  for (const auto& e : l) {
+    CHECK(e.arch_specific == (e.target == "sm_90a"));
+    CHECK(e.sm == (e.target == "sm_100f" ? 100u : 90u));
+  }
+}
+
 TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {
   const std::string root = fresh("admin");
   auto c = disk_cache::create(cfg_for(root));

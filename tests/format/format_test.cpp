@@ -129,6 +129,27 @@ TEST_CASE("concatenated packages and packages embedded in other bytes are found"
   CHECK((*all)[1].name() == "second");
   CHECK((*all)[1].entries().size() == 2);
 
+  // One padding rule for every walker (docs/format.md §2): a zero tail after a package ends the
+  // list (the runtime's registry always accepted it; `fatpack inspect` used to reject it) ...
+  std::vector<std::uint8_t> padded = both;
+  padded.resize(both.size() + 100, 0);
+  auto with_tail = parse_packages(byte_span(padded), "padded.fpk");
+  REQUIRE_MESSAGE(with_tail, with_tail.err().message);
+  CHECK(with_tail->size() == 2);
+  // ... anything else after a package is an error naming its offset ...
+  padded.back() = 1;
+  auto junk = parse_packages(byte_span(padded), "junk.fpk");
+  REQUIRE_FALSE(junk);
+  CHECK(contains(junk.err().message, "junk.fpk+0x"));
+  // ... and zeros alone are no package.
+  CHECK_FALSE(parse_packages(byte_span(std::vector<std::uint8_t>(128, 0)), "zeros.fpk"));
+  std::size_t seen = 0;
+  CHECK(for_each_package(byte_span(both), "both.fpk", [&](package_view&&) {
+    ++seen;
+    return status{};
+  }));
+  CHECK(seen == 2);
+
   // Embedded at an 8-byte aligned offset inside unrelated bytes, next to a decoy magic.
   std::vector<std::uint8_t> host(4096, 0x90);
   host.insert(host.end(), std::begin(package_magic), std::end(package_magic));  // decoy: no valid header

@@ -116,6 +116,26 @@ TEST_CASE("environment policies: FATPACK_FORCE_PTX_JIT, CUDA_FORCE_PTX_JIT, CUDA
   CHECK(api.has("jit=0"));
 }
 
+TEST_CASE("boolean environment variables read alike: FALSE and Off are off, TRUE and On are on") {
+  // One parser for every boolean variable (runtime/src/env.hpp): CUDA_FORCE_PTX_JIT=FALSE used to
+  // force a JIT on every load (only lower-case 0/false/off/no counted as off), while
+  // FATPACK_CACHE_DISABLE=FALSE meant off.
+  for (const char* var : {"CUDA_FORCE_PTX_JIT", "FATPACK_FORCE_PTX_JIT"}) {
+    for (const char* off : {"FALSE", "Off", "No", "0", "bogus"}) {
+      auto r = probe({"--package", full_package(), "load", "vadd"}, fake({{var, off}}));
+      INFO(var << "=" << off << "\n" << r.out << r.err);
+      CHECK(r.has("target=sm_90 jit=0"));
+    }
+    for (const char* on : {"TRUE", "On", "yes"}) {
+      auto r = probe({"--package", full_package(), "load", "vadd"}, fake({{var, on}}));
+      INFO(var << "=" << on << "\n" << r.out << r.err);
+      CHECK(r.has("jit=1"));
+    }
+  }
+  auto d = probe({"--package", ptx_package(), "load", "vadd"}, fake({{"CUDA_DISABLE_PTX_JIT", "OFF"}}));
+  CHECK(d.has("jit=1"));
+}
+
 TEST_CASE("FATPACK_LOG=info: the chosen entry and why every other was refused, on stderr") {
   auto r = probe({"--package", full_package(), "load", "vadd"}, fake({{"FATPACK_LOG", "info"}}));
   CHECK(r.status == 0);

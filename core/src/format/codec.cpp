@@ -5,7 +5,7 @@
 // stored raw, so incompressible data costs a memcpy instead of a decoder pass.
 #include "fatpack/core/codec.hpp"
 
-#include "support/parallel.hpp"
+#include "fatpack/core/thread_pool.hpp"
 
 #include <lz4.h>
 #include <lz4hc.h>
@@ -92,7 +92,7 @@ result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t blo
   const std::uint64_t n = block_count(raw.size, block_size);
   std::vector<std::vector<std::uint8_t>> blocks(n);
   std::vector<std::string> failures(n);
-  detail::parallel_for(n, std::thread::hardware_concurrency(), [&](std::size_t i) {
+  parallel_for(n, std::thread::hardware_concurrency(), [&](std::size_t i) {
     const std::uint8_t* src = raw.data + i * std::uint64_t(block_size);
     const std::size_t len = std::size_t(std::min<std::uint64_t>(block_size, raw.size - i * std::uint64_t(block_size)));
     std::vector<std::uint8_t>& out = blocks[i];
@@ -169,7 +169,7 @@ status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint
   std::vector<std::string> failures(static_cast<std::size_t>(n));
   // Small entries are not worth waking a worker.
   if (raw_size < 2 * std::uint64_t(block_size)) threads = 1;
-  detail::parallel_for(std::size_t(n), threads, [&](std::size_t i) {
+  parallel_for(std::size_t(n), threads, [&](std::size_t i) {
     const std::uint8_t* src = stored.data + offsets[i];
     const std::size_t src_len = std::size_t(offsets[i + 1] - offsets[i]);
     std::uint8_t* dst = out + i * std::uint64_t(block_size);

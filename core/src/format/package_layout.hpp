@@ -1,9 +1,12 @@
-// Byte offsets of the package format v1 (docs/format.md §3-§4) and little-endian accessors.
+// Byte offsets of the package format v1 (docs/format.md §3-§4), with the tree's little-endian
+// accessors (fatpack/core/le_bytes.hpp).
 // Reader and writer share these so the two cannot drift apart.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+
+#include "fatpack/core/le_bytes.hpp"
 
 namespace fatpack::core::layout {
 
@@ -48,23 +51,12 @@ inline constexpr std::size_t e_kernels_size = 0x50;   // u32
 inline constexpr std::size_t e_kernel_count = 0x54;   // u32
 inline constexpr std::size_t e_reserved = 0x58;       // up to entry_size: zero in v1.0
 
-inline std::uint16_t get16(const std::uint8_t* p) { return std::uint16_t(p[0] | p[1] << 8); }
-inline std::uint32_t get32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
-}
-inline std::uint64_t get64(const std::uint8_t* p) { return get32(p) | std::uint64_t(get32(p + 4)) << 32; }
-inline void put16(std::uint8_t* p, std::uint16_t v) {
-  p[0] = std::uint8_t(v);
-  p[1] = std::uint8_t(v >> 8);
-}
-inline void put32(std::uint8_t* p, std::uint32_t v) {
-  put16(p, std::uint16_t(v));
-  put16(p + 2, std::uint16_t(v >> 16));
-}
-inline void put64(std::uint8_t* p, std::uint64_t v) {
-  put32(p, std::uint32_t(v));
-  put32(p + 4, std::uint32_t(v >> 32));
-}
+using le::get16;
+using le::get32;
+using le::get64;
+using le::put16;
+using le::put32;
+using le::put64;
 inline std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace fatpack::core::layout

@@ -3,24 +3,20 @@
 // data (padding, reserved fields of this version) for zero, and report the first problem as a value
 // naming the source, the entry and the field. Nothing here reads outside `bytes`.
 #include "fatpack/core/package.hpp"
+#include "fatpack/core/hex.hpp"
 
 #include "format/package_layout.hpp"
 
 #include <xxhash.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace fatpack::core {
 namespace {
 
 using namespace layout;
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 bool all_zero(const std::uint8_t* p, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
@@ -243,17 +239,31 @@ status package_view::verify() const {
   return {};
 }
 
-result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source) {
-  std::vector<package_view> out;
-  std::uint64_t off = 0;
+status for_each_package(byte_span bytes, std::string_view source, const std::function<status(package_view&&)>& fn) {
   if (bytes.size == 0) return make_error(errc::truncated, std::string(source) + ": empty file");
+  std::uint64_t off = 0;
+  std::size_t count = 0;
   while (off < bytes.size) {
+    // After a package, a tail of zero bytes only (an embedder's or linker's alignment) ends the list.
+    if (count > 0 && all_zero(bytes.data + off, std::size_t(bytes.size - off))) break;
     const std::string where = off == 0 ? std::string(source) : std::string(source) + "+" + hex(off);
     auto pv = package_view::parse(bytes.subspan(std::size_t(off), std::size_t(bytes.size - off)), where);
     if (!pv) return pv.err();
-    off += pv->total_size();
-    out.push_back(std::move(pv).value());
+    off += pv->total_size();  // a multiple of 64 and at least the header: the walk always advances
+    ++count;
+    if (auto st = fn(std::move(pv).value()); !st) return st;
   }
+  return {};
+}
+
+result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source) {
+  std::vector<package_view> out;
+  if (auto st = for_each_package(bytes, source, [&](package_view&& pv) {
+        out.push_back(std::move(pv));
+        return status{};
+      });
+      !st)
+    return st.err();
   return out;
 }
 

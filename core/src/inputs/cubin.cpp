@@ -27,6 +27,8 @@
 //    Device functions (even global ones in -rdc cubins) lack the bit. Static kernels are
 //    STB_LOCAL with the bit (cuModuleGetFunction finds them by name), so binding is not checked.
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/hex.hpp"
+#include "fatpack/core/le_bytes.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -36,15 +38,9 @@
 namespace fatpack::core {
 namespace {
 
-std::uint16_t rd16(const std::uint8_t* p) { return std::uint16_t(p[0] | p[1] << 8); }
-std::uint32_t rd32(const std::uint8_t* p) { return std::uint32_t(rd16(p)) | std::uint32_t(rd16(p + 2)) << 16; }
-std::uint64_t rd64(const std::uint8_t* p) { return std::uint64_t(rd32(p)) | std::uint64_t(rd32(p + 4)) << 32; }
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using le::get16;
+using le::get32;
+using le::get64;
 
 // True when [off, off+len) lies inside [0, size), without overflow.
 bool in_range(std::uint64_t off, std::uint64_t len, std::uint64_t size) { return off <= size && len <= size - off; }
@@ -111,16 +107,9 @@ bool arch_from_options(std::string_view opts, std::uint32_t sm, arch_variant* va
       else if (tok.size() > flag.size() + 1 && tok.substr(0, flag.size()) == flag && tok[flag.size()] == '=')
         value = tok.substr(flag.size() + 1);
     }
-    if (value.size() < 4 || value.substr(0, 3) != "sm_") continue;
-    std::size_t d = 3;
-    std::uint32_t n = 0;
-    while (d < value.size() && d < 8 && value[d] >= '0' && value[d] <= '9') n = n * 10 + std::uint32_t(value[d++] - '0');
-    if (d == 3 || n != sm) continue;
-    const std::string_view suffix = value.substr(d);
-    if (suffix.empty()) *variant = arch_variant::plain;
-    else if (suffix == "a") *variant = arch_variant::arch_specific;
-    else if (suffix == "f") *variant = arch_variant::family;
-    else continue;
+    auto t = target::parse(value);
+    if (!t || t->kind != entry_kind::sass || t->arch != sm) continue;
+    *variant = t->variant;
     return true;
   }
   return false;
@@ -139,13 +128,13 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
   if (size < 64) return fail(errc::truncated, "ELF header truncated (" + std::to_string(size) + " bytes, 64 needed)");
   if (p[4] != 2) return fail(errc::unsupported, "EI_CLASS is " + std::to_string(p[4]) + ", not 2 (cubins are 64-bit ELF)");
   if (p[5] != 1) return fail(errc::unsupported, "EI_DATA is " + std::to_string(p[5]) + ", not 1 (little-endian)");
-  const std::uint16_t machine = rd16(p + 18);
+  const std::uint16_t machine = get16(p + 18);
   if (machine != em_cuda)
     return fail(errc::bad_magic, "e_machine is " + std::to_string(machine) + ", not 190 (EM_CUDA): not a cubin");
 
   cubin_info info;
   info.abi_version = p[8];
-  const std::uint32_t e_flags = rd32(p + 48);
+  const std::uint32_t e_flags = get32(p + 48);
   // ABI 8 (CUDA 12.8+) moved the SM to bits 8-15; ABI 7 and older keep it in the low byte.
   const std::uint32_t sm = info.abi_version >= 8 ? (e_flags >> 8) & 0xff : e_flags & 0xff;
   if (sm == 0) return fail(errc::malformed, "e_flags " + hex(e_flags) + " hold no SM number");
@@ -154,8 +143,8 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
   std::uint64_t extent = 64;
 
   // Program headers: only bounds-checked (fatpack does not need them, the driver does).
-  const std::uint64_t phoff = rd64(p + 32);
-  const std::uint16_t phentsize = rd16(p + 54), phnum = rd16(p + 56);
+  const std::uint64_t phoff = get64(p + 32);
+  const std::uint16_t phentsize = get16(p + 54), phnum = get16(p + 56);
   if (phnum != 0) {
     if (phentsize != 56) return fail(errc::malformed, "e_phentsize is " + std::to_string(phentsize) + ", expected 56");
     if (!in_range(phoff, std::uint64_t(phnum) * 56, size))
@@ -164,7 +153,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
     extent = std::max(extent, phoff + std::uint64_t(phnum) * 56);
     for (std::uint16_t i = 0; i < phnum; ++i) {
       const std::uint8_t* ph = p + phoff + std::uint64_t(i) * 56;
-      const std::uint64_t off = rd64(ph + 8), filesz = rd64(ph + 32);
+      const std::uint64_t off = get64(ph + 8), filesz = get64(ph + 32);
       if (filesz == 0) continue;
       if (!in_range(off, filesz, size))
         return fail(errc::truncated, "program header " + std::to_string(i) + ": p_offset " + hex(off) + " + p_filesz " +
@@ -175,17 +164,17 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
 
   // Section headers. e_shnum == 0 with a table means "count in section 0's sh_size" (ELF
   // extended numbering); likewise e_shstrndx == SHN_XINDEX means "index in section 0's sh_link".
-  const std::uint64_t shoff = rd64(p + 40);
-  const std::uint16_t shentsize = rd16(p + 58);
-  std::uint64_t shnum = rd16(p + 60);
-  std::uint64_t shstrndx = rd16(p + 62);
+  const std::uint64_t shoff = get64(p + 40);
+  const std::uint16_t shentsize = get16(p + 58);
+  std::uint64_t shnum = get16(p + 60);
+  std::uint64_t shstrndx = get16(p + 62);
   if (shoff == 0) return fail(errc::malformed, "no section header table (e_shoff is 0)");
   if (shentsize != 64) return fail(errc::malformed, "e_shentsize is " + std::to_string(shentsize) + ", expected 64");
   if (!in_range(shoff, 64, size))
     return fail(errc::truncated, "section header table at e_shoff " + hex(shoff) + " starts past the end of the file (" +
                                      std::to_string(size) + " bytes)");
-  if (shnum == 0) shnum = rd64(p + shoff + 32);
-  if (shstrndx == 0xffff) shstrndx = rd32(p + shoff + 40);
+  if (shnum == 0) shnum = get64(p + shoff + 32);
+  if (shstrndx == 0xffff) shstrndx = get32(p + shoff + 40);
   if (shnum > (size - shoff) / 64)
     return fail(errc::truncated, "section header table (" + std::to_string(shnum) + " entries at e_shoff " + hex(shoff) +
                                      ") runs past the end of the file (" + std::to_string(size) + " bytes)");
@@ -198,12 +187,12 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
   for (std::uint64_t i = 0; i < shnum; ++i) {
     const std::uint8_t* sh = p + shoff + i * 64;
     section& s = secs[static_cast<std::size_t>(i)];
-    s.name = rd32(sh);
-    s.type = rd32(sh + 4);
-    s.offset = rd64(sh + 24);
-    s.size = rd64(sh + 32);
-    s.link = rd32(sh + 40);
-    s.entsize = rd64(sh + 56);
+    s.name = get32(sh);
+    s.type = get32(sh + 4);
+    s.offset = get64(sh + 24);
+    s.size = get64(sh + 32);
+    s.link = get32(sh + 40);
+    s.entsize = get64(sh + 56);
     if (i == 0 || s.type == sht_nobits || s.type == 0 || s.size == 0) continue;
     if (!in_range(s.offset, s.size, size))
       return fail(errc::truncated, "section " + std::to_string(i) + ": sh_offset " + hex(s.offset) + " + sh_size " +
@@ -238,11 +227,11 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
       for (std::uint64_t k = 1; k < s.size / 24; ++k) {  // symbol 0 is the null symbol
         const std::uint8_t* sym = p + s.offset + k * 24;
         const std::uint8_t st_info = sym[4], st_other = sym[5];
-        const std::uint16_t st_shndx = rd16(sym + 6);
+        const std::uint16_t st_shndx = get16(sym + 6);
         if ((st_info & 0xf) != stt_func || !(st_other & sto_cuda_entry) || st_shndx == 0) continue;
         std::string_view name;
-        if (!c_string(strtab, rd32(sym), &name))
-          return fail(errc::malformed, where + ": symbol " + std::to_string(k) + ": st_name " + hex(rd32(sym)) +
+        if (!c_string(strtab, get32(sym), &name))
+          return fail(errc::malformed, where + ": symbol " + std::to_string(k) + ": st_name " + hex(get32(sym)) +
                                            " is not a string inside its string table");
         if (name.empty()) continue;
         bool seen = false;
@@ -263,12 +252,12 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
           if (k + 4 > s.size) return fail(errc::malformed, where + ": record at +" + hex(k) + " runs past the section end");
           if (d[k + 1] == compat_attr_arch_specific) {
             compat_has_attr = true;
-            compat_says_a = (fmt == 2 ? d[k + 2] : rd16(d + k + 2)) != 0;
+            compat_says_a = (fmt == 2 ? d[k + 2] : get16(d + k + 2)) != 0;
           }
           k += 4;
         } else if (fmt == 4) {
           if (k + 4 > s.size) return fail(errc::malformed, where + ": record at +" + hex(k) + " runs past the section end");
-          const std::uint64_t len = rd16(d + k + 2);
+          const std::uint64_t len = get16(d + k + 2);
           if (k + 4 + len > s.size)
             return fail(errc::malformed, where + ": record at +" + hex(k) + " (length " + std::to_string(len) +
                                              ") runs past the section end");
@@ -281,8 +270,8 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
       const std::uint8_t* d = p + s.offset;
       std::uint64_t k = 0;
       while (k + 12 <= s.size) {
-        const std::uint64_t namesz = rd32(d + k), descsz = rd32(d + k + 4);
-        const std::uint32_t type = rd32(d + k + 8);
+        const std::uint64_t namesz = get32(d + k), descsz = get32(d + k + 4);
+        const std::uint32_t type = get32(d + k + 8);
         const std::uint64_t name_at = k + 12, desc_at = name_at + ((namesz + 3) & ~std::uint64_t(3));
         if (!in_range(name_at, namesz, s.size) || !in_range(desc_at, descsz, s.size))
           return fail(errc::malformed, where + ": note at +" + hex(k) + " (namesz " + std::to_string(namesz) +
@@ -291,11 +280,11 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
                                      namesz ? static_cast<std::size_t>(namesz - 1) : 0);
         // Layout (version 2): u32 version, u32 offsets of object name, tool name, tool version,
         // tool branch, tool options, then the strings they point into.
-        if (type == nt_nv_tkinfo && owner == "NVIDIA Corp" && descsz >= 24 && rd32(d + desc_at) == 2) {
+        if (type == nt_nv_tkinfo && owner == "NVIDIA Corp" && descsz >= 24 && get32(d + desc_at) == 2) {
           const byte_span strings(d + desc_at + 24, static_cast<std::size_t>(descsz - 24));
           std::string_view tool_version, tool_options;
-          if (!c_string(strings, rd32(d + desc_at + 12), &tool_version) ||
-              !c_string(strings, rd32(d + desc_at + 20), &tool_options))
+          if (!c_string(strings, get32(d + desc_at + 12), &tool_version) ||
+              !c_string(strings, get32(d + desc_at + 20), &tool_options))
             return fail(errc::malformed, where + ": note at +" + hex(k) + ": a string offset lies outside the note");
           if (info.toolkit_version == 0) info.toolkit_version = release_version(tool_version);
           if (!tk_variant_found) tk_variant_found = arch_from_options(tool_options, sm, &tk_variant);

@@ -29,6 +29,8 @@
 //     without its NUL terminator and padding.
 //   - toolkit_version comes from the cubin's .note.nv.tkinfo; PTX entries have none (0).
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/hex.hpp"
+#include "fatpack/core/le_bytes.hpp"
 #include "inputs/inputs_internal.hpp"
 
 #include <lz4.h>
@@ -44,15 +46,9 @@
 namespace fatpack::core {
 namespace {
 
-std::uint16_t rd16(const std::uint8_t* p) { return std::uint16_t(p[0] | p[1] << 8); }
-std::uint32_t rd32(const std::uint8_t* p) { return std::uint32_t(rd16(p)) | std::uint32_t(rd16(p + 2)) << 16; }
-std::uint64_t rd64(const std::uint8_t* p) { return std::uint64_t(rd32(p)) | std::uint64_t(rd32(p + 4)) << 32; }
-
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using le::get16;
+using le::get32;
+using le::get64;
 
 bool in_range(std::uint64_t off, std::uint64_t len, std::uint64_t size) { return off <= size && len <= size - off; }
 
@@ -86,18 +82,18 @@ struct entry_header {
 
 entry_header read_entry_header(const std::uint8_t* h) {
   entry_header e;
-  e.kind = rd16(h + 0x00);
-  e.header_size = rd32(h + 0x04);
-  e.padded_size = rd64(h + 0x08);
-  e.compressed_size = rd32(h + 0x10);
-  e.options_offset = rd32(h + 0x14);
-  e.minor = rd16(h + 0x18);
-  e.major = rd16(h + 0x1A);
-  e.arch = rd32(h + 0x1C);
-  e.name_offset = rd32(h + 0x20);
-  e.name_size = rd32(h + 0x24);
-  e.flags = rd64(h + 0x28);
-  e.uncompressed_size = rd64(h + 0x38);
+  e.kind = get16(h + 0x00);
+  e.header_size = get32(h + 0x04);
+  e.padded_size = get64(h + 0x08);
+  e.compressed_size = get32(h + 0x10);
+  e.options_offset = get32(h + 0x14);
+  e.minor = get16(h + 0x18);
+  e.major = get16(h + 0x1A);
+  e.arch = get32(h + 0x1C);
+  e.name_offset = get32(h + 0x20);
+  e.name_size = get32(h + 0x24);
+  e.flags = get64(h + 0x28);
+  e.uncompressed_size = get64(h + 0x38);
   return e;
 }
 
@@ -205,8 +201,8 @@ namespace detail {
 // is reported as input_kind::ltoir. Reads headers only.
 bool fatbin_is_ltoir_only(byte_span bytes) {
   std::uint64_t pos = 0, count = 0;
-  while (pos + container_header_size <= bytes.size && rd32(bytes.data + pos) == container_magic) {
-    const std::uint64_t hs = rd16(bytes.data + pos + 6), body = rd64(bytes.data + pos + 8);
+  while (pos + container_header_size <= bytes.size && get32(bytes.data + pos) == container_magic) {
+    const std::uint64_t hs = get16(bytes.data + pos + 6), body = get64(bytes.data + pos + 8);
     if (hs < container_header_size || !in_range(pos + hs, body, bytes.size)) return false;
     std::uint64_t e = pos + hs;
     const std::uint64_t end = pos + hs + body;
@@ -240,16 +236,16 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
   std::size_t index = 0;
   while (pos < size) {
     const std::string cwhere = "container at offset " + hex(pos);
-    if (size - pos < container_header_size || rd32(p + pos) != container_magic) {
+    if (size - pos < container_header_size || get32(p + pos) != container_magic) {
       // Zero padding after the last container (8-byte alignment in .nv_fatbin) is fine.
       if (pos > 0 && all_zero(p + pos, static_cast<std::size_t>(size - pos))) break;
       if (size - pos < container_header_size)
         return fail(errc::truncated, cwhere + ": header truncated (" + std::to_string(size - pos) + " bytes left)");
       return fail(pos == 0 ? errc::bad_magic : errc::malformed,
-                  cwhere + ": magic " + hex(rd32(p + pos)) + " is not 0xba55ed50 (not an nvcc fatbin container)");
+                  cwhere + ": magic " + hex(get32(p + pos)) + " is not 0xba55ed50 (not an nvcc fatbin container)");
     }
-    const std::uint16_t version = rd16(p + pos + 4), hs = rd16(p + pos + 6);
-    const std::uint64_t body = rd64(p + pos + 8);
+    const std::uint16_t version = get16(p + pos + 4), hs = get16(p + pos + 6);
+    const std::uint64_t body = get64(p + pos + 8);
     if (version != container_version)
       return fail(errc::unsupported_version, cwhere + ": version " + std::to_string(version) + " (fatpack reads version 1)");
     if (hs < container_header_size)
@@ -281,7 +277,7 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
         if (!in_range(h.options_offset, 8, h.header_size))
           return fail(errc::malformed, where + ": options descriptor at " + hex(h.options_offset) +
                                            " lies outside the entry header");
-        const std::uint32_t o = rd32(p + e + h.options_offset), l = rd32(p + e + h.options_offset + 4);
+        const std::uint32_t o = get32(p + e + h.options_offset), l = get32(p + e + h.options_offset + 4);
         if (!in_range(o, l, h.header_size))
           return fail(errc::malformed, where + ": options (offset " + hex(o) + ", size " + hex(l) +
                                            ") lie outside the entry header");

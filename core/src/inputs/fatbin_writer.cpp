@@ -18,6 +18,7 @@
 // keep the text as given. Output is deterministic. Images are validated (parse_cubin / parse_ptx)
 // and must agree with their target, so a mislabelled entry cannot be written.
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/le_bytes.hpp"
 #include "inputs/inputs_internal.hpp"
 
 #include <algorithm>
@@ -40,19 +41,6 @@ constexpr std::uint32_t first_extended_elf_arch = 100;
 
 std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t(7); }
 
-void put16(std::vector<std::uint8_t>& v, std::size_t off, std::uint16_t x) {
-  v[off] = std::uint8_t(x);
-  v[off + 1] = std::uint8_t(x >> 8);
-}
-void put32(std::vector<std::uint8_t>& v, std::size_t off, std::uint32_t x) {
-  put16(v, off, std::uint16_t(x));
-  put16(v, off + 2, std::uint16_t(x >> 16));
-}
-void put64(std::vector<std::uint8_t>& v, std::size_t off, std::uint64_t x) {
-  put32(v, off, std::uint32_t(x));
-  put32(v, off + 4, std::uint32_t(x >> 32));
-}
-
 std::uint64_t variant_flags(arch_variant v) {
   return v == arch_variant::arch_specific ? flag_arch_specific : v == arch_variant::family ? flag_family : 0;
 }
@@ -68,21 +56,21 @@ void append_entry(std::vector<std::uint8_t>& out, std::uint16_t kind, std::uint1
   const std::uint64_t padded = align8(content);
   const std::size_t at = out.size();
   out.resize(at + static_cast<std::size_t>(header_size + padded), 0);
-  put16(out, at + 0x00, kind);
-  put16(out, at + 0x02, entry_format_version);
-  put32(out, at + 0x04, std::uint32_t(header_size));
-  put64(out, at + 0x08, padded);
+  le::store<std::uint16_t>(out, at + 0x00, kind);
+  le::store<std::uint16_t>(out, at + 0x02, entry_format_version);
+  le::store<std::uint32_t>(out, at + 0x04, std::uint32_t(header_size));
+  le::store<std::uint64_t>(out, at + 0x08, padded);
   // 0x10 compressed size: 0 (uncompressed)
-  if (has_descriptor) put32(out, at + 0x14, entry_header_base);
-  put16(out, at + 0x18, minor);
-  put16(out, at + 0x1A, major);
-  put32(out, at + 0x1C, arch);
+  if (has_descriptor) le::store<std::uint32_t>(out, at + 0x14, entry_header_base);
+  le::store<std::uint16_t>(out, at + 0x18, minor);
+  le::store<std::uint16_t>(out, at + 0x1A, major);
+  le::store<std::uint32_t>(out, at + 0x1C, arch);
   // 0x20/0x24 name: none
-  put64(out, at + 0x28, flags);
+  le::store<std::uint64_t>(out, at + 0x28, flags);
   // 0x30 reserved, 0x38 uncompressed size: 0
   if (has_descriptor) {
-    put32(out, at + 0x40, descriptor_data_offset);
-    put32(out, at + 0x44, descriptor_size);
+    le::store<std::uint32_t>(out, at + 0x40, descriptor_data_offset);
+    le::store<std::uint32_t>(out, at + 0x44, descriptor_size);
     std::copy(descriptor.begin(), descriptor.end(), out.begin() + static_cast<std::ptrdiff_t>(at + descriptor_data_offset));
   }
   std::copy(payload, payload + payload_size, out.begin() + static_cast<std::ptrdiff_t>(at + header_size));
@@ -131,10 +119,10 @@ result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& e
       return fail(errc::invalid_argument, "only SASS and PTX entries can be written into a fatbin");
     }
   }
-  put32(out, 0, container_magic);
-  put16(out, 4, container_version);
-  put16(out, 6, container_header_size);
-  put64(out, 8, out.size() - container_header_size);
+  le::store<std::uint32_t>(out, 0, container_magic);
+  le::store<std::uint16_t>(out, 4, container_version);
+  le::store<std::uint16_t>(out, 6, container_header_size);
+  le::store<std::uint64_t>(out, 8, out.size() - container_header_size);
   return out;
 }
 

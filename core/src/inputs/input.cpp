@@ -15,6 +15,7 @@
 #include "inputs/inputs_internal.hpp"
 
 #include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/package.hpp"
 
 #include <cstdio>
@@ -30,10 +31,8 @@ std::string first_bytes(byte_span b) {
   std::string s;
   const std::size_t n = b.size < 8 ? b.size : 8;
   for (std::size_t i = 0; i < n; ++i) {
-    char buf[4];
-    std::snprintf(buf, sizeof buf, "%02x", b.data[i]);
     if (i) s += ' ';
-    s += buf;
+    s += hex_bytes(b.data + i, 1);
   }
   if (b.size > n) s += " ..";
   return s;

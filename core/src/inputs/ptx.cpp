@@ -124,18 +124,10 @@ bool parse_isa(std::string_view s, ptx_isa* out) {
 
 // "sm_90" / "sm_90a" / "sm_100f" -> target{ptx, arch, variant}.
 bool parse_sm(std::string_view s, target* out) {
-  if (s.size() < 5 || s.substr(0, 3) != "sm_") return false;
-  std::size_t i = 3;
-  std::uint32_t n = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 7) n = n * 10 + std::uint32_t(s[i++] - '0');
-  if (i - 3 < 2) return false;
-  const std::string_view suffix = s.substr(i);
+  auto t = target::parse(s);
+  if (!t || t->kind != entry_kind::sass) return false;
+  *out = *t;
   out->kind = entry_kind::ptx;
-  out->arch = n;
-  if (suffix.empty()) out->variant = arch_variant::plain;
-  else if (suffix == "a") out->variant = arch_variant::arch_specific;
-  else if (suffix == "f") out->variant = arch_variant::family;
-  else return false;
   return true;
 }
 

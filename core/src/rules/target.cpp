@@ -38,12 +38,59 @@ const char* kind_name(entry_kind k) noexcept {
   return "unknown";
 }
 
+const char* variant_suffix(arch_variant v) noexcept {
+  switch (v) {
+    case arch_variant::arch_specific: return "a";
+    case arch_variant::family: return "f";
+    case arch_variant::plain: break;
+  }
+  return "";
+}
+
 std::string target::str() const {
   const char* prefix = kind == entry_kind::sass ? "sm_" : kind == entry_kind::ptx ? "compute_" : "lto_";
-  std::string s = prefix + std::to_string(arch);
-  if (variant == arch_variant::arch_specific) s += 'a';
-  if (variant == arch_variant::family) s += 'f';
-  return s;
+  return prefix + std::to_string(arch) + variant_suffix(variant);
+}
+
+std::string sm_name(std::uint32_t arch, arch_variant v) { return target{entry_kind::sass, arch, v}.str(); }
+
+std::string cc_str(std::uint32_t arch) { return std::to_string(arch / 10) + "." + std::to_string(arch % 10); }
+
+result<std::uint32_t> parse_compute_capability(std::string_view text, cc_suffix suffix) {
+  auto bad = [&](const char* why) {
+    return make_error(errc::invalid_argument, "'" + std::string(text) + "' is not a compute capability (" + why +
+                                                  "; expected e.g. sm_86, 86 or 8.6)");
+  };
+  std::string_view t = text;
+  for (std::string_view prefix : {std::string_view("sm_"), std::string_view("compute_")})
+    if (t.substr(0, prefix.size()) == prefix) {
+      t.remove_prefix(prefix.size());
+      break;
+    }
+  if (!t.empty() && (t.back() == 'a' || t.back() == 'f')) {
+    if (suffix == cc_suffix::reject) return bad("an a or f suffix names code, not a GPU");
+    t.remove_suffix(1);
+  }
+  auto digits = [](std::string_view s, std::size_t lo, std::size_t hi, std::uint32_t* out) {
+    if (s.size() < lo || s.size() > hi) return false;
+    std::uint32_t v = 0;
+    for (char c : s) {
+      if (!is_digit(c)) return false;
+      v = v * 10 + std::uint32_t(c - '0');
+    }
+    *out = v;
+    return true;
+  };
+  std::uint32_t v = 0;
+  if (const std::size_t dot = t.find('.'); dot != std::string_view::npos) {
+    std::uint32_t major = 0, minor = 0;
+    if (!digits(t.substr(0, dot), 1, 3, &major) || !digits(t.substr(dot + 1), 1, 1, &minor)) return bad("not a number");
+    v = major * 10 + minor;
+  } else if (!digits(t, 2, 4, &v)) {
+    return bad("not a number");
+  }
+  if (v < 10) return bad("below 1.0");
+  return v;
 }
 
 result<target> target::parse(std::string_view text) {

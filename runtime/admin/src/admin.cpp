@@ -110,12 +110,13 @@ std::vector<entry_info> admin_impl::list() {
     std::string problem;
     if (!read_head(it.path, it.st.size, h, e.code_text, e.driver_text, problem)) continue;
     e.file = it.path;
-    e.code_key = hex_bytes(h.code_hash.data(), h.code_hash.size());
+    e.code_key = core::hex_bytes(h.code_hash.data(), h.code_hash.size());
     driver_id d;
     d.hash = h.driver_hash;
     e.driver_id = d.hex();
     e.sm = sm_arch(h.sm);
-    e.arch_specific = (h.sm & 0x10000) != 0;
+    e.arch_specific = sm_variant(h.sm) == core::arch_variant::arch_specific;
+    e.target = core::sm_name(e.sm, sm_variant(h.sm));
     e.cubin_bytes = h.cubin_size;
     e.disk_bytes = it.st.size;
     e.created_unix_s = h.created_unix_ns / 1000000000;

@@ -30,19 +30,9 @@ const char* outcome_name(warm_item::outcome o) noexcept {
 }
 
 result<std::uint32_t> parse_warm_target(const std::string& text) {
-  std::string t = text;
-  if (t.rfind("sm_", 0) == 0 || t.rfind("compute_", 0) == 0) t = t.substr(t.find('_') + 1);
-  if (!t.empty() && (t.back() == 'a' || t.back() == 'f')) t.pop_back();
-  std::uint32_t v = 0;
-  if (auto dot = t.find('.'); dot != std::string::npos) {
-    int a = std::atoi(t.substr(0, dot).c_str()), b = std::atoi(t.substr(dot + 1).c_str());
-    v = static_cast<std::uint32_t>(a * 10 + b);
-  } else if (!t.empty() && t.find_first_not_of("0123456789") == std::string::npos) {
-    v = static_cast<std::uint32_t>(std::atoi(t.c_str()));
-  }
-  if (v < 10 || v > 1000)
-    return error{errc::invalid_argument, 0, "'" + text + "' is not a GPU target (e.g. sm_86, sm_90, sm_120)", {}};
-  return v;
+  auto cc = core::parse_compute_capability(text, core::cc_suffix::ignore);
+  if (!cc) return error{errc::invalid_argument, 0, cc.err().message, {}};
+  return *cc;
 }
 
 namespace {

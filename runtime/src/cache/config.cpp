@@ -2,19 +2,13 @@
 #include "cache/config.hpp"
 
 #include "cache/fs.hpp"
+#include "platform/env.hpp"
 #include "platform/os.hpp"
 
 #include <cctype>
 #include <cstdlib>
 
 namespace fatpack::detail::cache {
-
-bool env_flag(const char* value) {
-  if (!value) return false;
-  std::string v;
-  for (const char* p = value; *p; ++p) v += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
-  return v == "1" || v == "true" || v == "yes" || v == "on";
-}
 
 bool parse_size(const std::string& text, std::uint64_t& out) {
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
@@ -48,8 +42,8 @@ std::string default_user_dir() {
 
 config config_from_env() {
   config c;
-  c.disabled = env_flag(os::getenv("FATPACK_CACHE_DISABLE"));
-  c.read_only = env_flag(os::getenv("FATPACK_CACHE_READONLY"));
+  c.disabled = env_flag("FATPACK_CACHE_DISABLE");
+  c.read_only = env_flag("FATPACK_CACHE_READONLY");
   c.path = default_user_dir();
   if (const char* m = os::getenv("FATPACK_CACHE_MAXSIZE"); m && *m) {
     if (!parse_size(m, c.max_bytes)) {
@@ -68,7 +62,7 @@ config config_from_env() {
       pos = colon + 1;
     }
   }
-  if (const char* o = os::getenv("FATPACK_CACHE_OTHER_DRIVER"); o && *o) c.use_other_driver = env_flag(o);
+  c.use_other_driver = env_flag("FATPACK_CACHE_OTHER_DRIVER", c.use_other_driver);
   if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) c.lock_wait_ms = std::atoi(w);
   return c;
 }

@@ -33,8 +33,6 @@ struct config {
 };
 
 config config_from_env();
-// "1", "true", "yes", "on" (any case) -> true.
-bool env_flag(const char* value);
 // The per-user cache directory: $FATPACK_CACHE_PATH, else $XDG_CACHE_HOME/fatpack, else
 // $HOME/.cache/fatpack (it need not exist yet).
 std::string default_user_dir();

@@ -5,6 +5,7 @@
 
 #include "fatpack/core/codec.hpp"
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/le_bytes.hpp"
 
 #include <xxhash.h>
 
@@ -25,21 +26,22 @@ constexpr int lz4_level = 9;
 // The payload is the package format's blocked LZ4 (docs/format.md §5, core's codec): 256 KiB blocks
 // decode on several threads, which is most of a large hit's time (~4 GB/s per thread).
 constexpr std::uint32_t block_size = 256u << 10;
+// The header's SM word: arch | a | f.
+constexpr std::uint32_t sm_bit_a = 0x10000, sm_bit_f = 0x20000;
 
 std::uint64_t max_payload(std::uint64_t cubin_size, std::uint32_t bs) {
   // Every block stored raw, plus the block table.
   return cubin_size + 4 * ((cubin_size + bs - 1) / bs);
 }
 
+// Every field little-endian (docs/cache.md §3), on any host.
 template <class T>
 void put(std::uint8_t* p, std::size_t off, T v) {
-  std::memcpy(p + off, &v, sizeof v);  // little-endian hosts only (x86-64, aarch64)
+  core::le::store(p + off, v);
 }
 template <class T>
 T get(const std::uint8_t* p, std::size_t off) {
-  T v;
-  std::memcpy(&v, p + off, sizeof v);
-  return v;
+  return core::le::load<T>(p + off);
 }
 
 }  // namespace
@@ -48,12 +50,18 @@ std::optional<std::uint32_t> cubin_sm_word(core::byte_span cubin) {
   auto info = core::parse_cubin(cubin, "JIT output");
   if (!info) return std::nullopt;
   std::uint32_t w = info->target.arch;
-  if (info->target.variant == core::arch_variant::arch_specific) w |= 0x10000;
-  if (info->target.variant == core::arch_variant::family) w |= 0x20000;
+  if (info->target.variant == core::arch_variant::arch_specific) w |= sm_bit_a;
+  if (info->target.variant == core::arch_variant::family) w |= sm_bit_f;
   return w;
 }
 
 std::uint32_t sm_arch(std::uint32_t word) { return word & 0xFFFF; }
+
+core::arch_variant sm_variant(std::uint32_t word) {
+  if (word & sm_bit_f) return core::arch_variant::family;
+  if (word & sm_bit_a) return core::arch_variant::arch_specific;
+  return core::arch_variant::plain;
+}
 
 std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core::byte_span cubin,
                                                       std::int64_t created_unix_ns, std::string& why) {
@@ -117,7 +125,7 @@ std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_si
   if (get<std::uint64_t>(p, hash_offset) != XXH3_64bits(p, hash_offset)) return std::string("header checksum mismatch");
   h.flags = get<std::uint32_t>(p, 16);
   if ((h.flags & ~known_flags) != 0 || (h.flags & 0xF) != codec_lz4)
-    return "unknown flags 0x" + hex_bytes(p + 16, 4) + " (a newer format?)";
+    return "unknown flags " + core::hex(h.flags) + " (a newer format?)";
   h.code_text_size = get<std::uint32_t>(p, 20);
   h.driver_text_size = get<std::uint32_t>(p, 24);
   h.sm = get<std::uint32_t>(p, 28);
@@ -189,7 +197,8 @@ std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, cons
     return std::nullopt;
   }
   if (want.target_arch && sm_arch(*sm) != want.target_arch) {
-    problem = "cubin is for sm_" + std::to_string(sm_arch(*sm)) + ", the key wants sm_" + std::to_string(want.target_arch);
+    problem = "cubin is for " + core::sm_name(sm_arch(*sm), sm_variant(*sm)) + ", the key wants " +
+              core::sm_name(want.target_arch);
     return std::nullopt;
   }
   return cubin;

@@ -8,6 +8,7 @@
 #include "cache/key.hpp"
 
 #include "fatpack/core/error.hpp"
+#include "fatpack/core/target.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -38,6 +39,7 @@ struct entry_header {
 // are not a cubin fatpack can read (such output is not cached).
 std::optional<std::uint32_t> cubin_sm_word(core::byte_span cubin);
 std::uint32_t sm_arch(std::uint32_t word);
+core::arch_variant sm_variant(std::uint32_t word);  // from the a / f bits
 
 // The whole file for `key` holding `cubin` (LZ4 HC, 256 KiB blocks); nullopt when the cubin is not cacheable
 // (not a readable cubin, too large). `why` says which.

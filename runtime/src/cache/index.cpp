@@ -7,6 +7,8 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <xxhash.h>
 
+#include "fatpack/core/le_bytes.hpp"
+
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
@@ -31,8 +33,28 @@ constexpr std::uint16_t empty = 0, live_state = 1, tombstone = 2;
 // (linear probing at 80%: ~3 probes for a hit, ~13 for a miss, each a 48-byte slot).
 constexpr double max_fill = 0.8;
 
-std::uint64_t load64(const std::uint8_t* p) { return __atomic_load_n(reinterpret_cast<const std::uint64_t*>(p), __ATOMIC_ACQUIRE); }
-void store64(std::uint8_t* p, std::uint64_t v) { __atomic_store_n(reinterpret_cast<std::uint64_t*>(p), v, __ATOMIC_RELEASE); }
+// Every field is little-endian (docs/cache.md §4): plain fields through core::le, words that are
+// read and written atomically in place through le::from_stored / to_stored.
+namespace le = core::le;
+std::uint64_t load64(const std::uint8_t* p) {
+  return le::from_stored(__atomic_load_n(reinterpret_cast<const std::uint64_t*>(p), __ATOMIC_ACQUIRE));
+}
+void store64(std::uint8_t* p, std::uint64_t v) {
+  __atomic_store_n(reinterpret_cast<std::uint64_t*>(p), le::to_stored(v), __ATOMIC_RELEASE);
+}
+void store32_relaxed(std::uint8_t* p, std::uint32_t v) {
+  __atomic_store_n(reinterpret_cast<std::uint32_t*>(p), le::to_stored(v), __ATOMIC_RELAXED);
+}
+std::uint32_t load32(const std::uint32_t* w, int order) { return le::from_stored(__atomic_load_n(w, order)); }
+// Atomically adds `d` to the 64-bit field at p; returns the new value.
+std::uint64_t add64_relaxed(std::uint8_t* p, std::uint64_t d) {
+  auto* w = reinterpret_cast<std::uint64_t*>(p);
+  std::uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED), next;
+  do {
+    next = le::to_stored(le::from_stored(old) + d);
+  } while (!__atomic_compare_exchange_n(w, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return le::from_stored(next);
+}
 
 std::uint64_t header_check(const std::uint8_t* h) { return XXH3_64bits(h, h_check); }
 // 32 bits of XXH3 over the fields that decide a slot's meaning (the index is advisory: a damaged
@@ -40,9 +62,7 @@ std::uint64_t header_check(const std::uint8_t* h) { return XXH3_64bits(h, h_chec
 std::uint32_t slot_check(const std::uint8_t* s) { return static_cast<std::uint32_t>(XXH3_64bits(s + s_state, s_last_use - s_state)); }
 
 std::uint64_t code_hash(const std::array<std::uint8_t, 16>& code) {
-  std::uint64_t v;
-  std::memcpy(&v, code.data(), 8);
-  return v;
+  return le::get64(code.data());
 }
 
 // A consistent copy of one slot, or false when it is being written / damaged. A seqlock: the words
@@ -56,28 +76,25 @@ constexpr std::size_t slot_words = index_slot_bytes / 4;
 bool read_slot(const std::uint8_t* p, slot_copy& out) {
   const auto* w = reinterpret_cast<const std::uint32_t*>(p);
   for (int attempt = 0; attempt < 4; ++attempt) {
-    std::uint32_t seq1 = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
+    std::uint32_t seq1 = load32(&w[0], __ATOMIC_ACQUIRE);
     if (seq1 & 1) continue;
     std::uint32_t copy[slot_words];
     for (std::size_t i = 1; i < slot_words; ++i) copy[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&w[0], __ATOMIC_RELAXED) != seq1) continue;
+    if (load32(&w[0], __ATOMIC_RELAXED) != seq1) continue;
     const auto* c = reinterpret_cast<const std::uint8_t*>(copy);
-    std::uint16_t state;
-    std::memcpy(&state, c + s_state, 2);
+    const std::uint16_t state = le::get16(c + s_state);
     if (state == empty) {
       out.state = empty;
       return true;
     }
-    std::uint32_t check;
-    std::memcpy(&check, c + s_check, 4);
-    if (check != slot_check(c)) return false;
+    if (le::get32(c + s_check) != slot_check(c)) return false;
     out.state = state;
     std::memcpy(out.s.code.data(), c + s_code, 16);
-    std::memcpy(&out.s.driver, c + s_driver, 8);
-    std::memcpy(&out.s.disk_bytes, c + s_bytes, 4);
-    std::memcpy(&out.s.last_use_s, c + s_last_use, 4);
-    std::memcpy(&out.s.tick, c + s_tick, 4);
+    out.s.driver = le::get64(c + s_driver);
+    out.s.disk_bytes = le::get32(c + s_bytes);
+    out.s.last_use_s = le::get32(c + s_last_use);
+    out.s.tick = le::get32(c + s_tick);
     return true;
   }
   return false;
@@ -87,20 +104,21 @@ bool read_slot(const std::uint8_t* p, slot_copy& out) {
 void write_slot(std::uint8_t* p, std::uint16_t state, const index_slot& s) {
   std::uint32_t img[slot_words] = {};
   auto* c = reinterpret_cast<std::uint8_t*>(img);
-  std::memcpy(c + s_state, &state, 2);
+  le::put16(c + s_state, state);
   std::memcpy(c + s_code, s.code.data(), 16);
-  std::memcpy(c + s_driver, &s.driver, 8);
-  std::memcpy(c + s_bytes, &s.disk_bytes, 4);
-  std::memcpy(c + s_last_use, &s.last_use_s, 4);
-  std::memcpy(c + s_tick, &s.tick, 4);
-  const std::uint32_t check = slot_check(c);
-  std::memcpy(c + s_check, &check, 4);
+  le::put64(c + s_driver, s.driver);
+  le::put32(c + s_bytes, s.disk_bytes);
+  le::put32(c + s_last_use, s.last_use_s);
+  le::put32(c + s_tick, s.tick);
+  le::put32(c + s_check, slot_check(c));
   auto* w = reinterpret_cast<std::uint32_t*>(p);
-  const std::uint32_t seq = __atomic_load_n(&w[0], __ATOMIC_RELAXED);
-  __atomic_store_n(&w[0], seq | 1u, __ATOMIC_RELAXED);  // odd: being written (already odd if a writer was killed here)
+  const std::uint32_t seq = load32(&w[0], __ATOMIC_RELAXED);
+  // odd: being written (already odd if a writer was killed here)
+  __atomic_store_n(&w[0], le::to_stored(seq | 1u), __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
+  // The other words are copied as the bytes they hold (already little-endian).
   for (std::size_t i = 1; i < slot_words; ++i) __atomic_store_n(&w[i], img[i], __ATOMIC_RELAXED);
-  __atomic_store_n(&w[0], (seq | 1u) + 1u, __ATOMIC_RELEASE);  // even again, and different from before
+  __atomic_store_n(&w[0], le::to_stored((seq | 1u) + 1u), __ATOMIC_RELEASE);  // even again, and different from before
 }
 
 }  // namespace
@@ -136,9 +154,7 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
   f->writable_ = writable;
   f->inode_ = st.inode;
   const std::uint8_t* h = f->base_;
-  std::uint32_t v, cap;
-  std::memcpy(&v, h + h_version, 4);
-  std::memcpy(&cap, h + h_capacity, 4);
+  const std::uint32_t v = le::get32(h + h_version), cap = le::get32(h + h_capacity);
   if (std::memcmp(h, magic, 8) != 0 || v != version) {
     why = path + ": bad magic or version";
     return nullptr;
@@ -163,21 +179,18 @@ int index_file::create(const std::string& path, const std::vector<index_slot>& s
   std::vector<std::uint8_t> buf(size, 0);
   std::uint8_t* h = buf.data();
   std::memcpy(h, magic, 8);
-  std::memcpy(h + h_version, &version, 4);
-  std::memcpy(h + h_capacity, &capacity, 4);
+  le::put32(h + h_version, version);
+  le::put32(h + h_capacity, capacity);
   std::uint64_t gen = std::random_device{}();
   gen = (gen << 32) ^ static_cast<std::uint64_t>(now_s);
-  std::memcpy(h + h_generation, &gen, 8);
-  std::uint64_t check = header_check(h);
-  std::memcpy(h + h_check, &check, 8);
+  le::put64(h + h_generation, gen);
+  le::put64(h + h_check, header_check(h));
   std::uint64_t total = 0, live = 0;
   for (const auto& s : slots) {
     std::uint64_t i = code_hash(s.code) % capacity;
     while (true) {
       std::uint8_t* p = h + index_header_bytes + i * index_slot_bytes;
-      std::uint16_t state;
-      std::memcpy(&state, p + s_state, 2);
-      if (state == empty) {
+      if (le::get16(p + s_state) == empty) {
         write_slot(p, live_state, s);
         break;
       }
@@ -186,12 +199,12 @@ int index_file::create(const std::string& path, const std::vector<index_slot>& s
     total += s.disk_bytes;
     ++live;
   }
-  std::memcpy(h + h_total, &total, 8);
-  std::memcpy(h + h_live, &live, 8);
-  std::memcpy(h + h_last_clean, &now_s, 8);
+  le::put64(h + h_total, total);
+  le::put64(h + h_live, live);
+  le::put64(h + h_last_clean, static_cast<std::uint64_t>(now_s));
   std::uint64_t tick = 0;
   for (const auto& sl : slots) tick = std::max<std::uint64_t>(tick, sl.tick);
-  std::memcpy(h + h_tick, &tick, 8);
+  le::put64(h + h_tick, tick);
 
   const std::string tmp = path + ".tmp." + std::to_string(f.pid()) + "." + std::to_string(gen & 0xffffff);
   int fd = -1;
@@ -232,7 +245,7 @@ std::vector<index_slot> index_file::find_code(const std::array<std::uint8_t, 16>
 }
 
 std::uint32_t index_file::next_tick() {
-  return static_cast<std::uint32_t>(__atomic_add_fetch(reinterpret_cast<std::uint64_t*>(base_ + h_tick), 1, __ATOMIC_RELAXED));
+  return static_cast<std::uint32_t>(add64_relaxed(base_ + h_tick, 1));
 }
 
 void index_file::touch(const std::array<std::uint8_t, 16>& code, std::uint64_t driver, std::uint32_t now_s) {
@@ -245,8 +258,8 @@ void index_file::touch(const std::array<std::uint8_t, 16>& code, std::uint64_t d
     if (c.state == empty) return;
     if (c.state == live_state && c.s.code == code && c.s.driver == driver) {
       // Relaxed, without the lock: a lost or torn update only reorders eviction.
-      __atomic_store_n(reinterpret_cast<std::uint32_t*>(p + s_last_use), now_s, __ATOMIC_RELAXED);
-      __atomic_store_n(reinterpret_cast<std::uint32_t*>(p + s_tick), next_tick(), __ATOMIC_RELAXED);
+      store32_relaxed(p + s_last_use, now_s);
+      store32_relaxed(p + s_tick, next_tick());
       return;
     }
   }
@@ -313,7 +326,7 @@ bool index_file::insert(const index_slot& s) {
   }
   if (!reuse) return false;
   const std::uint16_t old_state = static_cast<std::uint16_t>(
-      __atomic_load_n(reinterpret_cast<const std::uint32_t*>(reuse + s_state), __ATOMIC_RELAXED) & 0xFFFF);
+      load32(reinterpret_cast<const std::uint32_t*>(reuse + s_state), __ATOMIC_RELAXED) & 0xFFFF);
   if (old_state == tombstone) store64(base_ + h_tombstones, load64(base_ + h_tombstones) - 1);
   write_slot(reuse, live_state, s);
   store64(base_ + h_live, load64(base_ + h_live) + 1);

@@ -19,25 +19,9 @@ int hex_value(char c) {
   return -1;
 }
 
-std::string hex64(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
-std::string hex_bytes(const std::uint8_t* p, std::size_t n) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s(2 * n, '0');
-  for (std::size_t i = 0; i < n; ++i) {
-    s[2 * i] = digits[p[i] >> 4];
-    s[2 * i + 1] = digits[p[i] & 15];
-  }
-  return s;
-}
-
-std::string code_key::hex() const { return hex_bytes(hash.data(), hash.size()); }
+std::string code_key::hex() const { return core::hex_bytes(hash.data(), hash.size()); }
 
 std::uint64_t code_key::lo64() const {
   std::uint64_t v = 0;
@@ -45,7 +29,7 @@ std::uint64_t code_key::lo64() const {
   return v;
 }
 
-std::string driver_id::hex() const { return hex64(hash); }
+std::string driver_id::hex() const { return core::hex16(hash); }
 
 std::string full_key::file_name() const { return code.hex() + "-" + driver.hex() + ".fpc"; }
 
@@ -54,12 +38,9 @@ code_key make_code_key(const jit_key& k) {
   // Everything of jit_key except the driver (the second tier); the format version first, so a
   // future format never reads these entries as hits.
   c.text = "v" + std::to_string(format_major) + "|" + k.backend;
-  c.text += "|ptx=" + hex64(k.ptx_xxh3) + ":" + std::to_string(k.ptx_size);
+  c.text += "|ptx=" + core::hex16(k.ptx_xxh3) + ":" + std::to_string(k.ptx_size);
   c.text += "|src=" + k.ptx_target.str() + "@" + k.ptx_isa.str();
-  c.text += "|cc=" + std::to_string(k.target_arch);
-  c.text += k.target_variant == core::arch_variant::arch_specific ? "a"
-            : k.target_variant == core::arch_variant::family    ? "f"
-                                                                : "";
+  c.text += "|cc=" + std::to_string(k.target_arch) + core::variant_suffix(k.target_variant);
   c.text += "|opt=" + k.options;
   return code_key_of_text(std::move(c.text));
 }

@@ -10,6 +10,8 @@
 
 #include "cache/sass_cache.hpp"
 
+#include "fatpack/core/hex.hpp"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -55,7 +57,6 @@ std::string parse_driver_build(const std::string& proc_version_text);
 // /proc/driver/nvidia/version); "" when absent.
 const std::string& machine_driver_build();
 
-std::string hex_bytes(const std::uint8_t* p, std::size_t n);
 // Parses "<32 hex>-<16 hex>.fpc"; false for any other name.
 bool parse_file_name(const std::string& name, std::array<std::uint8_t, 16>& code, std::uint64_t& driver);
 

@@ -13,7 +13,7 @@ namespace fatpack::detail::cache {
 
 namespace {
 
-std::string hex2(std::uint8_t b) { return hex_bytes(&b, 1); }
+std::string hex2(std::uint8_t b) { return core::hex_bytes(&b, 1); }
 
 bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0; }
 
@@ -40,7 +40,7 @@ std::string cache_dir::fanout_dir(const std::array<std::uint8_t, 16>& code) cons
 std::string cache_dir::entry_path(const std::array<std::uint8_t, 16>& code, std::uint64_t driver) const {
   driver_id d;
   d.hash = driver;
-  return fanout_dir(code) + "/" + hex_bytes(code.data(), code.size()) + "-" + d.hex() + ".fpc";
+  return fanout_dir(code) + "/" + core::hex_bytes(code.data(), code.size()) + "-" + d.hex() + ".fpc";
 }
 
 std::string cache_dir::entry_path(const full_key& k) const { return entry_path(k.code.hash, k.driver.hash); }

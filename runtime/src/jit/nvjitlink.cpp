@@ -107,8 +107,7 @@ result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, core::byte_span p
   auto info_get = reinterpret_cast<get_fn>(lib.fns[9]);
 
   std::vector<std::string> words;
-  words.push_back("-arch=sm_" + std::to_string(arch) +
-                  (variant == core::arch_variant::arch_specific ? "a" : variant == core::arch_variant::family ? "f" : ""));
+  words.push_back("-arch=" + core::sm_name(arch, variant));
   if (opts.optimization_level >= 0) words.push_back("-Xptxas=-O" + std::to_string(opts.optimization_level));
   if (opts.max_registers > 0) words.push_back("-maxrregcount=" + std::to_string(opts.max_registers));
   if (opts.line_info) words.push_back("-lineinfo");

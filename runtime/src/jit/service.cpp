@@ -2,10 +2,11 @@
 #include "jit/service.hpp"
 
 #include "jit/nvjitlink.hpp"
-#include "jit/pool.hpp"
 #include "platform/clock.hpp"
 #include "platform/log.hpp"
 #include "platform/os.hpp"
+
+#include "fatpack/core/hex.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -51,12 +52,6 @@ std::mutex& cache_mu() {
   return *m;
 }
 
-std::string hex64(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 void set_sass_cache(std::shared_ptr<sass_cache> cache) {
@@ -92,10 +87,9 @@ std::shared_ptr<sass_cache> get_sass_cache() {
 
 std::string jit_key::str() const {
   std::string s = backend;
-  s += "|ptx=" + hex64(ptx_xxh3) + ":" + std::to_string(ptx_size);
+  s += "|ptx=" + core::hex16(ptx_xxh3) + ":" + std::to_string(ptx_size);
   s += "|src=" + ptx_target.str() + "@" + ptx_isa.str();
-  s += "|cc=" + std::to_string(target_arch);
-  s += target_variant == core::arch_variant::arch_specific ? "a" : target_variant == core::arch_variant::family ? "f" : "";
+  s += "|cc=" + std::to_string(target_arch) + core::variant_suffix(target_variant);
   s += "|opt=" + options;
   s += "|drv=" + std::to_string(driver_version);
   return s;
@@ -145,7 +139,7 @@ std::size_t jit_service::compiles() const {
   return compiles_;
 }
 
-thread_pool& jit_service::pool() {
+core::thread_pool& jit_service::pool() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!pool_) {
     unsigned n = threads_;
@@ -154,8 +148,8 @@ thread_pool& jit_service::pool() {
       if (env && *env) n = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
     }
     if (n == 0) n = os::hardware_threads();
-    // Leaked with the service; see pool.hpp.
-    pool_.reset(new thread_pool(n));
+    // Leaked with the service (fatpack/core/thread_pool.hpp: workers start as work arrives).
+    pool_.reset(new core::thread_pool(n));
     log_line(log_level::debug, "JIT pool: " + std::to_string(n) + " threads");
   }
   return *pool_;
@@ -253,9 +247,19 @@ constexpr long exit_flush_ms = 10000;
 
 jit_key jit_service::cache_key_for(const jit_request& req) { return cache_key(req, pick_nvjitlink()); }
 
-void jit_service::background(std::function<void()> job) {
+void jit_service::background(std::function<void()> job, bool store_queue) {
   try {
-    pool().submit(job);
+    if (store_queue) {
+      core::thread_pool* q;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!store_queue_) store_queue_.reset(new core::thread_pool(1));  // leaked with the service
+        q = store_queue_.get();
+      }
+      q->submit(job);
+    } else {
+      pool().submit(job);
+    }
   } catch (...) {
     job();  // no pool thread could be started: do it here rather than lose it
   }
@@ -288,7 +292,7 @@ void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
     std::lock_guard<std::mutex> lock(mu_);
     --stores_pending_;
     idle_cv_.notify_all();
-  });
+  }, /*store_queue=*/true);
 }
 
 bool jit_service::flush_stores(long timeout_ms) {

@@ -19,7 +19,7 @@
 //    flight: bounded wait for another process compiling the same key) -> lookup again -> decompress
 //    the PTX (only that entry, NUL-terminated) -> nvJitLink when chosen (nvjitlink.hpp), else (or
 //    for an arch it does not know) retain the device's primary context, make it current and cuLink
-//    -> the waiters get the SASS -> sass_cache::store on the pool, holding the compile lock until the
+//    -> the waiters get the SASS -> sass_cache::store on the store queue (one thread), holding the compile lock until the
 //    entry is published (so another process waits for the entry instead of compiling it again).
 //    Storing (and the eviction and temp-file scan a store may trigger) never runs on the loading
 //    thread. Stores still pending when the process exits are finished first, for at most 10 s.
@@ -36,6 +36,8 @@
 #include "jit/culink.hpp"
 #include "platform/device.hpp"
 #include "registry/registry.hpp"
+
+#include "fatpack/core/thread_pool.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -81,7 +83,6 @@ struct jit_result {
 
 class jit_task;
 struct nvjitlink_lib;
-class thread_pool;
 
 class jit_service {
  public:
@@ -120,13 +121,18 @@ class jit_service {
   // after the store.
   void publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
                std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard);
-  // Runs `job` on the pool, or here when the pool cannot take it (no thread could be started).
-  void background(std::function<void()> job);
-  thread_pool& pool();
+  // Runs `job` on the pool (or, with `store_queue`, on the one-thread store queue), or here when it
+  // cannot take the job (no thread could be started).
+  void background(std::function<void()> job, bool store_queue = false);
+  core::thread_pool& pool();
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<jit_task>> tasks_;
-  std::unique_ptr<thread_pool> pool_;
+  std::unique_ptr<core::thread_pool> pool_;
+  // Stores, one at a time in order (as Mesa queues its cache writes): the JIT threads stay free, and
+  // each store's eviction sees the one before it (concurrent stores would skip eviction while
+  // another holds the evict lock).
+  std::unique_ptr<core::thread_pool> store_queue_;
   unsigned threads_ = 0;
   std::size_t compiles_ = 0;
   std::size_t refresh_pending_ = 0;

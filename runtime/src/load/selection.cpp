@@ -2,10 +2,9 @@
 #include "load/selection.hpp"
 
 #include "platform/clock.hpp"
-#include "platform/os.hpp"
+#include "platform/env.hpp"
 
 #include <atomic>
-#include <cstring>
 
 namespace fatpack::detail {
 
@@ -13,19 +12,12 @@ namespace {
 
 std::atomic<int> g_default_policy{static_cast<int>(policy::prefer_sass)};
 
-bool env_on(const char* name) {
-  const char* v = os::getenv(name);
-  if (!v || !*v) return false;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0 ||
-           std::strcmp(v, "no") == 0);
-}
-
 }  // namespace
 
 policy resolve_policy(std::optional<policy> explicit_policy) {
   if (explicit_policy) return *explicit_policy;
-  if (env_on("FATPACK_FORCE_PTX_JIT") || env_on("CUDA_FORCE_PTX_JIT")) return policy::force_ptx;
-  if (env_on("CUDA_DISABLE_PTX_JIT")) return policy::sass_only;
+  if (env_flag("FATPACK_FORCE_PTX_JIT") || env_flag("CUDA_FORCE_PTX_JIT")) return policy::force_ptx;
+  if (env_flag("CUDA_DISABLE_PTX_JIT")) return policy::sass_only;
   return static_cast<policy>(g_default_policy.load());
 }
 

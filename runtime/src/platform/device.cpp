@@ -4,6 +4,7 @@
 #include "platform/os.hpp"
 
 #include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/hex.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -107,10 +108,9 @@ device_info device::info() const {
 }
 
 std::string uuid_string(const std::array<std::uint8_t, 16>& u) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  return buf;
+  // nvidia-smi's spelling: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+  const std::string h = core::hex_bytes(u.data(), u.size());
+  return "GPU-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
 }
 
 status keep_primary_context(const driver& d, const device& dev) {

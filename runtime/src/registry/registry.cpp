@@ -5,6 +5,7 @@
 #include "platform/os.hpp"
 
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/package_writer.hpp"
 
 #include <algorithm>
@@ -45,40 +46,23 @@ bool same_bytes(const registered_package& a, const registered_package& b) {
   return n == b.view.total_size() && (x.data == y.data || std::memcmp(x.data, y.data, n) == 0);
 }
 
-std::string hex(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 result<std::vector<std::shared_ptr<registered_package>>> parse_all(core::byte_span bytes, const std::string& source,
                                                                   std::shared_ptr<const void> keep) {
   std::vector<std::shared_ptr<registered_package>> out;
-  std::uint64_t off = 0;
-  while (off < bytes.size) {
-    auto rest = bytes.subspan(off, bytes.size - off);
-    if (!out.empty()) {
-      // After the first package: trailing zero padding ends the list; anything else must be a package.
-      bool zeros = std::all_of(rest.begin(), rest.end(), [](std::uint8_t b) { return b == 0; });
-      if (zeros) break;
-    }
-    std::string where = off == 0 ? source : source + "+" + hex(off);
-    auto v = core::package_view::parse(rest, where);
-    if (!v) return from_core(v.err());
+  if (bytes.size == 0) return error{errc::bad_package, 0, source + ": empty (no package)", {}};
+  auto st = core::for_each_package(bytes, source, [&](core::package_view&& v) {
     auto p = std::make_shared<registered_package>();
-    p->view = std::move(v.value());
+    p->view = std::move(v);
     p->name = std::string(p->view.name());
     p->source = source;
     p->keep = keep;
     p->modules = module_names(p->view);
-    std::uint64_t size = p->view.total_size();
     out.push_back(std::move(p));
-    if (size == 0) break;
-    off += (size + core::payload_alignment - 1) / core::payload_alignment * core::payload_alignment;
-  }
-  if (out.empty()) return error{errc::bad_package, 0, source + ": empty (no package)", {}};
+    return core::status{};
+  });
+  if (!st) return from_core(st.err());
   return out;
 }
 
@@ -114,9 +98,9 @@ void registry::scan_embedded_locked() {
     if (std::find(seen_records_.begin(), seen_records_.end(), rec) != seen_records_.end()) continue;
     seen_records_.push_back(rec);
     if (rec->magic != core::registry_record_magic || rec->version != core::registry_record_version) {
-      skipped_.push_back("a registry record at " + hex(reinterpret_cast<std::uintptr_t>(rec)) +
-                         " has magic/version " + hex(rec->magic) + "/" + std::to_string(rec->version) +
-                         " (expected " + hex(core::registry_record_magic) + "/" +
+      skipped_.push_back("a registry record at " + core::hex(reinterpret_cast<std::uintptr_t>(rec)) +
+                         " has magic/version " + core::hex(rec->magic) + "/" + std::to_string(rec->version) +
+                         " (expected " + core::hex(core::registry_record_magic) + "/" +
                          std::to_string(core::registry_record_version) + "; rebuild with a matching fatpack)");
       log_line(log_level::warn, "skipped embedded package: " + skipped_.back());
       continue;

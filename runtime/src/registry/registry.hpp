@@ -75,7 +75,7 @@ class registry {
   bool scanned_section_ = false;
 };
 
-// Parses every package in `bytes` (packages may be back to back, 64-byte aligned, zero padded).
+// Parses every package in `bytes` (core::for_each_package: back to back, a zero tail allowed).
 result<std::vector<std::shared_ptr<registered_package>>> parse_all(core::byte_span bytes, const std::string& source,
                                                                   std::shared_ptr<const void> keep);
 

@@ -10,6 +10,7 @@
 #include "fatpack/core/target.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,7 +83,13 @@ class package_view {
   std::vector<entry_info> entries_;
 };
 
-// Parses packages concatenated back to back (each starts at the previous one's total_size).
+// The one walker of packages concatenated back to back (docs/format.md §2), for files, embedded
+// blobs and memory alike: each package starts at the previous one's total_size (a multiple of 64);
+// after at least one package, a tail of zero bytes only ends the list (alignment padding an
+// embedder or linker added); anything else must be a valid package, or the walk fails with its
+// error. Empty input is an error. Calls fn for each package in order; an error from fn stops the walk.
+status for_each_package(byte_span bytes, std::string_view source, const std::function<status(package_view&&)>& fn);
+// for_each_package, collected.
 result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source);
 
 // Finds packages embedded anywhere in a larger file (an executable, object or archive): scans for the

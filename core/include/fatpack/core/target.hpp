@@ -14,6 +14,7 @@ enum class entry_kind : std::uint8_t { sass = 1, ptx = 2, ltoir = 3 };
 enum class arch_variant : std::uint8_t { plain = 0, arch_specific = 1 /* a */, family = 2 /* f */ };
 
 const char* kind_name(entry_kind k) noexcept;  // "sass", "ptx", "ltoir"
+const char* variant_suffix(arch_variant v) noexcept;  // "", "a", "f"
 
 struct target {
   entry_kind kind = entry_kind::sass;
@@ -30,6 +31,19 @@ struct target {
   }
   friend bool operator!=(const target& a, const target& b) { return !(a == b); }
 };
+
+// The one spelling of SASS for `arch`: sm_90, sm_90a, sm_100f (= target{sass, arch, v}.str()).
+std::string sm_name(std::uint32_t arch, arch_variant v = arch_variant::plain);
+
+// A GPU's compute capability as a user names it: "sm_86", "compute_86", "86" or "8.6" (also
+// "sm_8.6") -> 86; two to four digits, or MAJOR.MINOR with a one-digit minor; the result is at
+// least 10 (CC 1.0). A GPU is a compute capability and a or f name code, not devices, so a suffix
+// (sm_90a, 100f) is an error unless `suffix` is cc_suffix::ignore (then sm_90a -> 90). Errors read
+// "'TEXT' is not a compute capability (...)".
+enum class cc_suffix { reject, ignore };
+result<std::uint32_t> parse_compute_capability(std::string_view text, cc_suffix suffix = cc_suffix::reject);
+// 86 -> "8.6", 120 -> "12.0".
+std::string cc_str(std::uint32_t arch);
 
 // A PTX ISA version (".version 9.0" -> {9, 0}); {0, 0} means "not PTX / unknown".
 struct ptx_isa {

@@ -61,6 +61,7 @@ struct entry_info {
   std::string driver_text;        // "13000|580.159.04" (cuDriverGetVersion | driver build string)
   std::uint32_t sm = 0;           // the cubin's SM from its ELF e_flags (90)
   bool arch_specific = false;     // sm_90a
+  std::string target;             // the cubin's target as nvcc spells it: "sm_90", "sm_90a", "sm_100f"
   std::uint64_t cubin_bytes = 0;  // uncompressed
   std::uint64_t disk_bytes = 0;   // size of the file
   std::int64_t created_unix_s = 0;

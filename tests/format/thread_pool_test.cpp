@@ -1,0 +1,91 @@
+// core::thread_pool: the one pool of the packager and the runtime. A task that throws must not take
+// the process down, and a fork() child must be able to use a pool its parent had started.
+#include "fatpack/core/thread_pool.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using fatpack::core::thread_pool;
+
+TEST_CASE("thread_pool: a task that throws hands its exception back; the pool goes on") {
+  thread_pool pool(2);
+  auto bad = pool.submit([] { throw std::runtime_error("task failed"); });
+  CHECK_THROWS_WITH_AS(bad.get(), "task failed", std::runtime_error);
+  std::atomic<int> ran{0};
+  std::vector<std::future<void>> fs;
+  for (int i = 0; i < 8; ++i) fs.push_back(pool.submit([&] { ++ran; }));
+  for (auto& f : fs) f.get();
+  CHECK(ran == 8);
+}
+
+TEST_CASE("thread_pool: parallel_for rethrows an item's exception in the caller after every item ran") {
+  thread_pool pool(3);
+  std::atomic<int> ran{0};
+  auto body = [&](std::size_t i) {
+    ++ran;
+    if (i == 5) throw std::runtime_error("item 5");
+  };
+  CHECK_THROWS_WITH_AS(pool.parallel_for(64, 4, body), "item 5", std::runtime_error);
+  CHECK(ran == 64);
+  ran = 0;
+  pool.parallel_for(64, 4, [&](std::size_t) { ++ran; });
+  CHECK(ran == 64);
+  // The process-wide pool too.
+  CHECK_THROWS_AS(fatpack::core::parallel_for(16, 4, [](std::size_t i) { if (i == 3) throw std::logic_error("x"); }),
+                  std::logic_error);
+}
+
+namespace {
+
+// Forks; the child runs `fn` under a 20 s alarm and exits 0 when it returns true. The parent gets
+// the child's wait status.
+template <class F>
+int in_child(F fn) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(20);  // a hang shows up as SIGALRM, not as a stuck test
+    _exit(fn() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("thread_pool: a fork child uses a pool its parent started (fresh workers, no hang)") {
+  thread_pool pool(4);
+  std::atomic<int> ran{0};
+  pool.parallel_for(32, 4, [&](std::size_t) { ++ran; });
+  for (int i = 0; i < 4; ++i) pool.submit([&] { ++ran; }).get();
+  REQUIRE(ran == 36);
+  fatpack::core::parallel_for(32, 4, [](std::size_t) {});  // the shared pool has workers too
+
+  // Keep the parent's workers busy across the fork, holding the pool's queue non-empty.
+  std::atomic<bool> release{false};
+  std::vector<std::future<void>> busy;
+  for (int i = 0; i < 6; ++i)
+    busy.push_back(pool.submit([&] {
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }));
+
+  const int status = in_child([&] {
+    std::atomic<int> n{0};
+    pool.submit([&] { ++n; }).get();  // needs a worker of the child's own
+    pool.parallel_for(100, 4, [&](std::size_t) { ++n; });
+    fatpack::core::parallel_for(100, 4, [&](std::size_t) { ++n; });
+    return n == 201;
+  });
+  release = true;
+  for (auto& f : busy) f.get();
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
