@@ -20,6 +20,9 @@
 
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -738,6 +741,34 @@ TEST_CASE("warm: PTX compiled for targets that are not present (CU_JIT_TARGET), 
   CHECK((*again)[0].result == warm_item::outcome::already_cached);
   CHECK_FALSE(parse_warm_target("gpu").has_value());
   CHECK(parse_warm_target("sm_90a").value() == 90);
+}
+
+TEST_CASE("checking a directory again does not drop this process's lock on index.lock") {
+  // fcntl locks belong to the process and any close of the file drops them. Before: every
+  // prepare_user_dir (each cache opened on the directory) opened and closed index.lock, so a lock
+  // this process held on it was silently gone and another process could take it.
+  const std::string root = fresh("keep-lock");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  auto l = dir_lock::get(root + "/v1/index.lock", why);
+  REQUIRE_MESSAGE(l, why);
+  REQUIRE(l->lock(why));
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  // Another process asks for the same lock without waiting: it must be refused.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open((root + "/v1/index.lock").c_str(), O_RDWR | O_CLOEXEC);
+    struct flock fl{};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    const int r = fd < 0 ? -1 : ::fcntl(fd, F_SETLK, &fl);
+    ::_exit(fd < 0 ? 2 : r == 0 ? 1 : 0);  // 0: refused (the parent still holds it)
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  l->unlock();
 }
 
 TEST_CASE("warm selects as the runtime does: Tegra CCs and the policy from the environment") {

@@ -263,6 +263,13 @@ TEST_CASE("damaged packages are rejected with an error naming the field") {
     reseal(bad);
     CHECK(contains(parse_error(bad).message, "raw_size"));
   }
+  SUBCASE("a block_size above the writers' 1 GiB limit is rejected") {
+    // Before: accepted, so raw_size could claim up to stored_size / 4 blocks of 4 GiB each.
+    auto bad = good;
+    put32(&bad[e0 + e_block_size], 0x80000000u);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "exceeds 1 GiB"));
+  }
   SUBCASE("payload damage is caught when the entry is read") {
     auto bad = good;
     auto pv = package_view::parse(byte_span(good), "x");

@@ -96,6 +96,11 @@ TEST_CASE("embedded package: found through the fatpack_registry section") {
   INFO(bad.out << bad.err);
   CHECK(bad.has("error=no_packages"));
   CHECK(bad.has("embedded package 'probe_embedded'"));
+  // The count is the records found, and the advice fits: the record was linked in, so linking
+  // "whole" is not the fix. Before: "0 embedded records", then the skipped one, and WHOLE_ARCHIVE.
+  CHECK(bad.has("1 embedded record (1 between __start_fatpack_registry"));
+  CHECK_FALSE(bad.has("WHOLE_ARCHIVE"));
+  CHECK_FALSE(bad.has("0 embedded records"));
 }
 
 TEST_CASE("environment policies: FATPACK_FORCE_PTX_JIT, CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT") {

@@ -79,7 +79,7 @@ std::uint64_t xxh3(byte_span bytes) noexcept { return XXH3_64bits(bytes.data, by
 result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw) {
   if (c == codec::none) return std::vector<std::uint8_t>(raw.begin(), raw.end());
   if (block_size == 0) block_size = default_block_size(c);
-  if (block_size > (1u << 30))
+  if (block_size > max_block_size)
     return make_error(errc::invalid_argument, "block size " + std::to_string(block_size) + " exceeds 1 GiB");
   if (level < 0) level = default_level(c);
   if (c == codec::lz4 && (level < 1 || level > LZ4HC_CLEVEL_MAX))

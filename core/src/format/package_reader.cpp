@@ -158,8 +158,12 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
         return ffail(errc::malformed, "codec none needs block_size 0 and stored_size == raw_size");
     } else {
       if (e.block_size == 0) return ffail(errc::malformed, "block_size is 0 for a compressed entry");
-      // Each block costs a 4-byte size in the payload: bounds raw_size by what was stored, so a
-      // forged raw_size cannot make a reader allocate much more than the package justifies.
+      if (e.block_size > max_block_size)
+        return ffail(errc::malformed, "block_size " + std::to_string(e.block_size) + " exceeds 1 GiB (the writers' limit)");
+      // Each block costs a 4-byte size in the payload, so raw_size <= stored_size / 4 * block_size:
+      // a forged raw_size is bounded by the package's size times at most 2^28, not by nothing. That is
+      // still more than memory can hold, so the callers that allocate raw_size handle the failure
+      // (decompress() returns an error value; the runtime's JIT turns a bad_alloc into the load's error).
       const std::uint64_t blocks = e.raw_size == 0 ? 0 : (e.raw_size - 1) / e.block_size + 1;
       if (blocks > e.stored_size / 4)
         return ffail(errc::malformed, "raw_size " + std::to_string(e.raw_size) + " needs " + std::to_string(blocks) +
@@ -225,7 +229,13 @@ status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned 
 }
 
 result<std::vector<std::uint8_t>> package_view::decompress(std::size_t i, unsigned threads) const {
-  std::vector<std::uint8_t> out(std::size_t(entries_.at(i).raw_size));
+  std::vector<std::uint8_t> out;
+  try {
+    out.resize(std::size_t(entries_.at(i).raw_size));
+  } catch (const std::exception&) {  // bad_alloc, length_error: a raw_size memory cannot hold
+    return make_error(errc::malformed, source_ + ": " + entries_.at(i).describe() + ": raw_size " +
+                                           std::to_string(entries_.at(i).raw_size) + " bytes cannot be allocated");
+  }
   status st = decompress_into(i, out.data(), threads);
   if (!st) return st.err();
   return out;

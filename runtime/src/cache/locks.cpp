@@ -68,6 +68,11 @@ std::uint64_t offset_of(std::uint64_t key_hash) { return key_hash & ((1ull << 24
 
 }  // namespace
 
+bool dir_lock::exists(const std::string& path) {
+  std::lock_guard<std::mutex> g(registry_mu());
+  return registry().count(path) != 0;
+}
+
 std::shared_ptr<dir_lock> dir_lock::get(const std::string& path, std::string& why) {
   std::lock_guard<std::mutex> g(registry_mu());
   auto it = registry().find(path);

@@ -4,8 +4,9 @@
 //  - dir_lock: Boost.Interprocess file_lock (whole-file fcntl lock) on a dedicated lock file
 //    (index.lock, evict.lock), paired with an in-process mutex because fcntl locks do not exclude
 //    threads of one process. One object per lock file per process (a process-global registry, never
-//    freed), because closing *any* descriptor of a file drops the process's fcntl locks on it; the
-//    lock files are opened nowhere else and never deleted.
+//    freed), because closing *any* descriptor of a file drops the process's fcntl locks on it. Other
+//    code opens a lock file only while this process has no lock object for it (dir_lock::exists),
+//    so no close can drop a lock this process holds; lock files are never deleted.
 //  - key_lock: the per-key single-flight lock, an open-file-description (OFD) byte lock on
 //    inflight.lock at an offset derived from the key. Each acquisition opens its own description, so
 //    threads exclude each other as processes do, and closing it releases only that lock. The wait
@@ -26,6 +27,8 @@ class dir_lock {
   // The lock object for `path` (created 0600 if missing). nullptr with `why` when the file cannot be
   // created or opened (read-only directory, ...).
   static std::shared_ptr<dir_lock> get(const std::string& path, std::string& why);
+  // True once get() has made the lock object for `path` in this process (it may be held now).
+  static bool exists(const std::string& path);
   virtual ~dir_lock() = default;
   // Exclusive; false with `why` on an error (ENOLCK, ...). Blocking (the holders keep it for
   // microseconds: index updates).

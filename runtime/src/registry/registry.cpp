@@ -207,17 +207,26 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
 }
 
 std::string registry::no_packages_message() const {
-  std::string m =
-      "no fatpack packages are registered in this process (0 embedded records between "
-      "__start_fatpack_registry and __stop_fatpack_registry, 0 registered through fatpack_register_embedded, 0 "
-      "added through the API). If the kernels are embedded (fatpack_add_kernels or `fatpack embed`), the generated "
-      "source must be linked into the executable or shared library itself: when it sits in a static library, the "
-      "linker drops it unless that library is linked whole (CMake: $<LINK_LIBRARY:WHOLE_ARCHIVE,lib>, GNU ld: "
-      "-Wl,--whole-archive). Otherwise add packages with fatpack::add_package_file / add_package_memory / add_image.";
-  if (!skipped_.empty()) {
-    m += " Skipped (invalid):";
-    for (const auto& s : skipped_) m += " [" + s + "]";
+  const std::size_t records = seen_records_.size();
+  const std::size_t registered = records - std::min(records, section_records_);
+  if (records == 0 || skipped_.empty()) {
+    // Nothing embedded reached the runtime: the records were not linked in.
+    return "no fatpack packages are registered in this process (0 embedded records between "
+           "__start_fatpack_registry and __stop_fatpack_registry, 0 registered through fatpack_register_embedded, 0 "
+           "added through the API). If the kernels are embedded (fatpack_add_kernels or `fatpack embed`), the "
+           "generated source must be linked into the executable or shared library itself: when it sits in a static "
+           "library, the linker drops it unless that library is linked whole (CMake: "
+           "$<LINK_LIBRARY:WHOLE_ARCHIVE,lib>, GNU ld: -Wl,--whole-archive). Otherwise add packages with "
+           "fatpack::add_package_file / add_package_memory / add_image.";
   }
+  // Records were linked in, but none held a usable package: linking is not the problem.
+  std::string m = "no usable fatpack package in this process: " + std::to_string(records) + " embedded record" +
+                  (records == 1 ? "" : "s") + " (" + std::to_string(section_records_) + " between __start_fatpack_registry and "
+                  "__stop_fatpack_registry, " + std::to_string(registered) + " registered through "
+                  "fatpack_register_embedded) were found and " + std::to_string(skipped_.size()) +
+                  " skipped as invalid (a damaged package, or one from an incompatible fatpack: rebuild it with this "
+                  "fatpack), and 0 packages were added through the API. Skipped:";
+  for (const auto& sk : skipped_) m += " [" + sk + "]";
   return m;
 }
 

@@ -16,6 +16,8 @@ const char* codec_name(codec c) noexcept;             // "none", "lz4", "zstd"
 result<codec> parse_codec(std::string_view name);     // inverse of codec_name
 int default_level(codec c) noexcept;                  // lz4: LZ4HC_CLEVEL_MAX (12), zstd: 19, none: 0
 std::uint32_t default_block_size(codec c) noexcept;   // bytes of raw data per block
+// The largest block size writers produce and readers accept (1 GiB; docs/format.md §5).
+inline constexpr std::uint32_t max_block_size = 1u << 30;
 
 // Compresses `raw` into the blocked payload layout of docs/format.md §5.
 result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw);
