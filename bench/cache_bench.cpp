@@ -6,14 +6,14 @@
 //     absent keys), lock-free, as a hit does it.
 //  2. A hit reads one entry: the file-system calls of one exact hit, counted through the seam.
 //  3. Per cubin (default: the build's vadd.sm_*.cubin; pass larger ones, e.g. the mid/big sets of
-//     shared/bench-inputs): cache bytes per cubin byte; time of a hit (open, read, checks, LZ4) vs
+//     bench/gen_kernels.py): cache bytes per cubin byte; time of a hit (open, read, checks, LZ4) vs
 //     reading the cubin file; and, through the driver (FATPACK_LIBCUDA, else libcuda.so.1; the fake
 //     driver on a CPU machine), a hit + cuModuleLoadData vs cuModuleLoadData of the cubin read from
 //     its file. Medians of --runs (default 31) interleaved runs.
 //  4. Per PTX file (--ptx; needs a driver): JIT once through cuLink, store, then interleave (a) the
 //     cubin loaded from its file, (b) a fatpack cache hit + load, (c) the driver's own cache hit
 //     (cuModuleLoadData of the PTX with a warm CUDA_CACHE_PATH, fresh for this run). Every load
-//     touches every kernel (cuModuleGetFunction), so lazy loading hides nothing (shared/anchors.md).
+//     touches every kernel (cuModuleGetFunction), so lazy loading hides nothing (docs/benchmarks.md).
 #include "cache/fs.hpp"
 #include "cache/index.hpp"
 #include "cache/key.hpp"

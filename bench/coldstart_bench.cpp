@@ -1,4 +1,4 @@
-// Cold start of a package of many PTX-only modules on a GPU that has no SASS for them (design.md §5:
+// Cold start of a package of many PTX-only modules on a GPU that has no SASS for them (docs/design.md §5:
 // fatpack <= 1/8 of the driver's time on a 16-core host, and only what is used is compiled before
 // first use). Three cases, each in a fresh child process (so nothing one JIT-ed helps another), all
 // with CUDA_CACHE_DISABLE=1 (the driver's cache would answer cuLink too) and an empty fatpack cache:
@@ -16,7 +16,7 @@
 // --processes N: N processes start together, first with the driver (cuModuleLoadData(PTX), sharing
 // one fresh driver cache, CUDA_CACHE_PATH), then with fatpack (sharing one fresh fatpack cache; the
 // driver's cache off). Reports the wall time of each group, each process's time, and for fatpack the
-// number of JITs all processes ran together (design.md §5: exactly one per module; the driver's own
+// number of JITs all processes ran together (docs/design.md §5: exactly one per module; the driver's own
 // cache lets every process JIT).
 //
 // The primary context is created before the clock starts in every case (100-300 ms that is neither

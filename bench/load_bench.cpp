@@ -1,5 +1,5 @@
 // GPU benchmark: what loading a package entry costs against loading the raw cubin, side by side in
-// one process (design.md §5: lz4 <= 1.1x, zstd <= 1.4x; nvcc's -compress-all fatbin measured 1.9x).
+// one process (docs/design.md §5: lz4 <= 1.1x, zstd <= 1.4x; nvcc's -compress-all fatbin measured 1.9x).
 //   fatpack_load_bench --cubin RAW.cubin --fatbin NVCC_COMPRESSED.fatbin [--runs N] PACKAGE...
 // Every case loads the module with cuModuleLoadData and touches every kernel with
 // cuModuleGetFunction (lazy loading hides nothing), then unloads it. Cases are interleaved run by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Inputs for fatpack_coldstart_bench: M modules (default 16) of 50 distinct kernels each (the anchors'
+# Inputs for fatpack_coldstart_bench: M modules (default 16) of 50 distinct kernels each (the
 # "eight modules" shape: ~2.3 MB of PTX per module), compute_80 PTX only, in one package, so that a
 # CC 9.0 GPU must JIT every module.
 #   bench/make_coldstart_inputs.sh BUILD_DIR [MODULES] [WORK_DIR]

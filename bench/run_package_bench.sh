@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Package sizes and decompression speed on the anchors' 'mid' set (40 distinct kernels; five SASS
+# Package sizes and decompression speed on the 'mid' set (40 distinct kernels; five SASS
 # images sm_75/80/86/89/90 + compute_90 PTX), against nvcc -Xfatbin -compress-all of the same images.
 #   bench/run_package_bench.sh BUILD_DIR [WORK_DIR]
 # Generates the inputs with bench/gen_kernels.py and nvcc (a few minutes on 2 cores; reused if present),

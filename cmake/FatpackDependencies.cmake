@@ -1,5 +1,5 @@
 # Finds fatpack's dependencies as installed (Debian) packages. Nothing is vendored or downloaded
-# (design.md §6). Each library becomes an imported target named fatpack_dep::<name>.
+# (docs/design.md §6). Each library becomes an imported target named fatpack_dep::<name>.
 include_guard(GLOBAL)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(FATPACK_LZ4 REQUIRED IMPORTED_TARGET liblz4)

@@ -239,7 +239,7 @@ fatpack::module load(const char* name, std::optional<fatpack::policy> p = std::n
 
 int main(int argc, char** argv) {
   if (argc > 1) g_artifacts = argv[1];
-  // Cold JIT times: the driver's own cache must not answer (shared/anchors.md).
+  // Cold JIT times: the driver's own cache must not answer (docs/benchmarks.md).
   setenv("CUDA_CACHE_DISABLE", "1", 1);
   setenv("FATPACK_CACHE_DISABLE", "1", 1);  // nor fatpack's (tests/cache measures the cache)
   if (auto s = fatpack::init(); !s) {

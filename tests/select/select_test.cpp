@@ -1,4 +1,4 @@
-// The selection rules (design.md §2, docs/selection.md): a table of (GPU, driver, policy, package)
+// The selection rules (docs/design.md §2, docs/selection.md): a table of (GPU, driver, policy, package)
 // -> expected choice and fallback order, the reason strings users read, an independent oracle
 // checked against every target x every device, and the data behind them (targets, families, the
 // PTX ISA <-> CUDA table).
@@ -138,7 +138,7 @@ const std::vector<row> table = {
   {121, false, 13000, policy::prefer_sass, {"sm_120", "sm_121"}, "sm_121", {"sm_121", "sm_120"}},
   {120, false, 13000, policy::prefer_sass, {"sm_121", "compute_121", "compute_120"}, "compute_120", {"compute_120"}},
   {103, false, 13000, policy::prefer_sass, {"sm_100", "sm_103", "sm_110"}, "sm_103", {"sm_103", "sm_100"}},
-  // --- the driver's measured fatbin behaviour on CC 9.0 (reference/nvidia-mechanics.md §2.2) --------
+  // --- the driver's measured fatbin behaviour on CC 9.0 (docs/selection.md) --------
   {90,  false, 13000, policy::prefer_sass, {"compute_90", "sm_90"}, "sm_90", {"sm_90", "compute_90"}},
   {90,  false, 13000, policy::prefer_sass, {"sm_90", "compute_80"}, "sm_90", {"sm_90", "compute_80"}},
   {90,  false, 13000, policy::prefer_sass, {"compute_80", "compute_90"}, "compute_90", {"compute_90", "compute_80"}},
@@ -372,7 +372,7 @@ TEST_CASE("nothing fits: one paragraph with the device, the driver's ISA limit a
   }
 }
 
-// An oracle written independently of select.cpp, straight from design.md §2, checked against the
+// An oracle written independently of select.cpp, straight from docs/design.md §2, checked against the
 // selector for every target x every device (known and hypothetical, desktop and Tegra). It only
 // decides usable vs rejected; the ranking is the table's job.
 namespace {

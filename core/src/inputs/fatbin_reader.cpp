@@ -1,7 +1,7 @@
 // Importing nvcc fatbins (the ".nv_fatbin" data, magic 0xBA55ED50): every entry of every container,
 // decompressed, with its target, PTX ISA, kernels and ptxas options.
 //
-// Layout (shared/reference/nvidia-mechanics.md §3.2-3.3, checked against nvcc/fatbinary 13.0):
+// Layout (checked against nvcc/fatbinary 13.0 output; docs/format.md lists what is read):
 //   container: u32 magic 0xBA55ED50, u16 version 1, u16 header size (0x10), u64 size of the entries;
 //              containers follow each other back to back (zero padding after the last is allowed).
 //   entry:     u16 kind (1 PTX, 2 ELF, 8 LTO-IR), u16 0x0101, u32 header size, u64 padded payload

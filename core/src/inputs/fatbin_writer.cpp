@@ -4,7 +4,7 @@
 //
 // Policy: write exactly what `fatbinary -compress=false --image3=...` (CUDA 13.0) writes for the same
 // images, so that anything which reads nvcc output reads ours (layout: fatbin_reader.cpp and
-// shared/reference/nvidia-mechanics.md §3.3):
+// checked against nvcc/fatbinary 13.0 output):
 //   - one container {0xBA55ED50, version 1, header 0x10, size of the entries};
 //   - ELF entries: kind 2, header 0x40, version "1.<EI_ABIVERSION>" (1.8), flags 0x11 (64-bit,
 //     Linux host) plus 0x100000 for `a` / 0x200000 for `f`. For sm_100 and newer fatbinary adds

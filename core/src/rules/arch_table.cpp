@@ -1,4 +1,4 @@
-// NVIDIA's compatibility facts as data (design.md §2, docs/selection.md). The selector asks these
+// NVIDIA's compatibility facts as data (docs/design.md §2, docs/selection.md). The selector asks these
 // functions and never hard-codes an architecture: when NVIDIA adds a GPU, grows a family or ships a
 // new PTX ISA, the change is a row here.
 //

@@ -1,4 +1,4 @@
-// Selection (design.md §2, docs/selection.md): which entry of a module a device loads, as a pure
+// Selection (docs/design.md §2, docs/selection.md): which entry of a module a device loads, as a pure
 // function of (entries, device, driver version, policy) -> candidates, each with a one-sentence
 // reason. The runtime, `fatpack plan` and FATPACK_LOG=info all call this, so the tool predicts
 // exactly what the product does.

@@ -40,7 +40,7 @@ using cu_function = ::CUfunc_st*;  // CUfunction
 using cu_module = ::CUmod_st*;     // CUmodule
 using cu_context = ::CUctx_st*;    // CUcontext
 
-// Which entries may be used (design.md §2). The process default comes from set_policy() and the
+// Which entries may be used (docs/design.md §2). The process default comes from set_policy() and the
 // environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
 // sass_only. A policy given in load_options wins over both.
 enum class policy { prefer_sass, force_ptx, sass_only };

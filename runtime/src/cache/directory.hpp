@@ -1,4 +1,4 @@
-// Where the cache may live and how it may be used (design.md §3.7-3.8): the directory policy.
+// Where the cache may live and how it may be used (docs/design.md §3.7-3.8): the directory policy.
 //  - The per-user directory is created with mode 0700. A directory owned by another user, or
 //    writable by group or others, is refused (anyone who can write it could run code on our GPU:
 //    a cubin is executable). A symlinked root is refused too (lstat).

@@ -2,7 +2,7 @@
 // in order: prebuilt read-only directories (FATPACK_CACHE_PREBUILT_PATH, add_prebuilt_cache), then
 // the per-user cache. Exact hits are looked for in every layer before entries of another driver.
 //
-// Degradation (design.md §3.7): nothing here fails a load. A directory that cannot be used gives one
+// Degradation (docs/design.md §3.7): nothing here fails a load. A directory that cannot be used gives one
 // warning and the cache goes on read-only (EROFS, EACCES, network file system, lock errors, a full
 // disk or quota: ENOSPC/EDQUOT while writing) or memory-only (no usable directory, refused for
 // security, setuid). Other I/O errors skip that one entry.

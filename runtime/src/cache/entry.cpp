@@ -20,7 +20,7 @@ constexpr char magic[8] = {'F', 'P', 'K', 'C', 'U', 'B', 'I', 'N'};
 constexpr std::uint32_t codec_lz4 = 1;
 constexpr std::uint32_t known_flags = 0xF;  // codec bits; any other bit is a feature we do not know
 constexpr std::size_t hash_offset = 120;    // header XXH3 covers [0, 120)
-// LZ4 HC level 9: ~5x on cubins at ~20+ MB/s (reference/cache-reliability.md §6), a small fraction
+// LZ4 HC level 9: ~5x on cubins at ~20+ MB/s (measured: docs/cache.md), a small fraction
 // of the JIT it saves; decompression is as fast as for the default level.
 constexpr int lz4_level = 9;
 // The payload is the package format's blocked LZ4 (docs/format.md §5, core's codec): 256 KiB blocks

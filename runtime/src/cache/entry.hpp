@@ -1,7 +1,7 @@
 // Cache entry files (docs/cache.md §3): immutable and self-describing. One file holds a fixed
 // 128-byte header (magic, format version, sizes, the code-key hash and driver hash, the cubin's SM,
 // XXH3 of the payload and of the cubin, XXH3 of the header itself), the canonical key texts, then the
-// cubin as blocked LZ4 (the package format's payload layout, docs/format.md §5). Every read validates all of it (design.md §3.1); anything wrong is a miss
+// cubin as blocked LZ4 (the package format's payload layout, docs/format.md §5). Every read validates all of it (docs/design.md §3.1); anything wrong is a miss
 // with a reason, never bytes.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Keeping a cache directory bounded (design.md §3.6): LRU eviction by one evictor at a time, and
+// Keeping a cache directory bounded (docs/design.md §3.6): LRU eviction by one evictor at a time, and
 // removal of temp files whose writer died.
 //  - After a store, when the index's total exceeds the bound, the process that gets evict.lock
 //    (try-lock: the others go on, someone is already evicting) removes least recently used entries

@@ -1,4 +1,4 @@
-// The cache's file-system seam (design.md §7): every OS call the cache makes outside Boost's mapping
+// The cache's file-system seam (docs/design.md §7): every OS call the cache makes outside Boost's mapping
 // and file_lock goes through `fs`. Production uses the POSIX implementation (fs_posix.cpp); tests
 // wrap it to inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any call, and to pretend
 // a directory is on NFS or the process is setuid. A Windows port replaces fs_posix.cpp.

@@ -1,4 +1,4 @@
-// Cache keys (design.md §3.2), in two tiers:
+// Cache keys (docs/design.md §3.2), in two tiers:
 //  - the code key: everything that decides what SASS is valid — the PTX bytes (XXH3 + size), the PTX
 //    target and ISA, the target CC with its a/f letter, every JIT option, the JIT path, and the
 //    cache format version. Its canonical text is stored in each entry; its XXH3-128 names the file.

@@ -4,7 +4,7 @@
 // service keeps every result in memory anyway, so a module is compiled at most once per process
 // whatever the cache does.
 //
-// The key carries everything that decides the output (design.md §3, two tiers): the code key (PTX
+// The key carries everything that decides the output (docs/design.md §3, two tiers): the code key (PTX
 // bytes' XXH3 and size, PTX target and ISA, target CC with a/f variant, JIT options, JIT path) and the
 // driver identity (cuDriverGetVersion; the driver build string is the cache's to add).
 //

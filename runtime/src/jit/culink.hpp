@@ -3,7 +3,7 @@
 // Why cuLink and not cuModuleLoadData(PTX): it is the only driver API that hands the produced cubin
 // back (so it can be cached, issue 4), the driver knows GPUs newer than our toolkit, its kernels are
 // as fast, and it scales across threads where module-load JIT is serialised inside a process
-// (shared/anchors.md). The caller makes the device's context current (the JIT targets it) unless a
+// (docs/benchmarks.md). The caller makes the device's context current (the JIT targets it) unless a
 // target is given explicitly (CU_JIT_TARGET, cross-compiling for another CC).
 //
 // Both logs are captured: the info log is returned with the bytes, the error log becomes error::log.

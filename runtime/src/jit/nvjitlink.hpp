@@ -2,7 +2,7 @@
 // driver's JIT.
 //
 // Policy: cuLink stays the default because only the installed driver knows GPUs newer than our
-// toolkit (design.md §2). nvJitLink is chosen with FATPACK_JIT_BACKEND=nvjitlink or
+// toolkit (docs/design.md §2). nvJitLink is chosen with FATPACK_JIT_BACKEND=nvjitlink or
 // fatpack::set_jit_backend(); its output is deterministic for a given library version, it needs no
 // context, and a newer nvJitLink than the driver can compile newer PTX ISAs. When the library is
 // missing, or does not know the device's architecture (NVJITLINK_ERROR_UNRECOGNIZED_ARCH /

@@ -1,4 +1,4 @@
-// The runtime's operating-system seam (design.md §7): loading a shared library and mapping a file
+// The runtime's operating-system seam (docs/design.md §7): loading a shared library and mapping a file
 // read-only. Everything else in runtime/ is portable C++; a Windows or macOS port replaces
 // os_posix.cpp and nothing else.
 #pragma once

@@ -1,4 +1,4 @@
-// NVIDIA's compatibility facts as data (design.md §2): which architectures the toolkit knows,
+// NVIDIA's compatibility facts as data (docs/design.md §2): which architectures the toolkit knows,
 // which devices a family target runs on, which PTX ISA each driver accepts. Keep new facts here,
 // not as `if`s in the selector.
 #pragma once

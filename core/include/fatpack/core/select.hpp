@@ -1,7 +1,7 @@
 // Selection: which entry of a module a device should load, and why every other entry was refused.
 // A pure function of (entries, device, driver, policy): the runtime, `fatpack plan` and
 // FATPACK_LOG=info all call this, so what the tool predicts is what the product does.
-// The rules are design.md §2 (docs/selection.md); the facts they use live in arch_table.hpp.
+// The rules are docs/design.md §2 (docs/selection.md); the facts they use live in arch_table.hpp.
 #pragma once
 
 #include "fatpack/core/target.hpp"
