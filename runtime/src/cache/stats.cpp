@@ -37,11 +37,21 @@ cache_statistics cache_stats() {
   return s;
 }
 
+const char* cache_mode_name(cache_mode m) noexcept {
+  switch (m) {
+    case cache_mode::read_write: return "read-write";
+    case cache_mode::read_only: return "read-only";
+    case cache_mode::memory_only: return "memory-only";
+    case cache_mode::disabled: return "disabled";
+  }
+  return "unknown";
+}
+
 cache_info cache_status() {
   cache_info i;
   auto d = detail::cache::active_disk_cache();
   if (!d) {
-    i.mode = "disabled";
+    i.mode = cache_mode::disabled;
     return i;
   }
   i.path = d->user_path();

@@ -1,0 +1,68 @@
+# What a shared library that links fatpack::runtime exports (docs/runtime.md "Symbols").
+#   cmake -DREADELF=<readelf> -DLIB=<shared library> -DEXPECT=none|api [-DOWN=<sym;...>] -P check_exports.cmake
+# Lists the symbols the library exports (defined in .dynsym, default or protected visibility:
+# readelf --dyn-syms) and prints them.
+#   EXPECT=none  none of them may be fatpack's or its dependencies' (fatpack, LZ4, ZSTD, ZDICT, XXH)
+#                other than OWN, the library's own exports
+#   EXPECT=api   (FATPACK_EXPORT_API) the public C and C++ API is exported, and nothing internal:
+#                no function, object or type of fatpack::detail, fatpack::core or a dependency
+cmake_minimum_required(VERSION 3.25)
+foreach(v READELF LIB EXPECT)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "check_exports.cmake: ${v} is not set")
+  endif()
+endforeach()
+execute_process(COMMAND ${READELF} --dyn-syms -W -C ${LIB}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${READELF} --dyn-syms ${LIB}: ${rc}: ${err}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(all "")
+set(ours "")
+foreach(line IN LISTS lines)
+  # "  12: 0000000000001139    42 FUNC    GLOBAL DEFAULT   14 name": exported = defined (not UND) with
+  # default or protected visibility. (GNU ld keeps the linker-made, hidden __start_/__stop_ section
+  # bounds in .dynsym with STV_HIDDEN; the dynamic linker never binds to those.)
+  if(NOT line MATCHES "^ *[0-9]+: [0-9a-fA-F]+ +[0-9a-fx]+ [A-Z_]+ +[A-Z_]+ +(DEFAULT|PROTECTED) +([0-9]+|ABS) (.+)$")
+    continue()
+  endif()
+  set(name "${CMAKE_MATCH_3}")
+  string(REGEX REPLACE "@.*$" "" name "${name}")
+  list(APPEND all "${name}")
+  if(name IN_LIST OWN)
+    continue()
+  endif()
+  if(name MATCHES "fatpack|LZ4|ZSTD|ZDICT|XXH")
+    list(APPEND ours "${name}")
+  endif()
+endforeach()
+list(LENGTH all n_all)
+list(LENGTH ours n_ours)
+string(REPLACE ";" "\n  " all_text "${all}")
+message(STATUS "${LIB}: ${n_all} exported symbols:\n  ${all_text}")
+message(STATUS "${LIB}: ${n_ours} of them are fatpack's or its dependencies' (besides its own: ${OWN})")
+if(EXPECT STREQUAL "none")
+  if(n_ours GREATER 0)
+    list(SUBLIST ours 0 20 first)
+    string(REPLACE ";" "\n  " first "${first}")
+    message(FATAL_ERROR "${LIB} exports ${n_ours} symbols of fatpack or its dependencies; the first:\n  ${first}")
+  endif()
+elseif(EXPECT STREQUAL "api")
+  # (What the library uses: an archive member nothing references is not linked at all.)
+  foreach(want "fatpack_register_embedded" "fatpack::packages(" "fatpack::load_module(")
+    string(FIND "${all}" "${want}" at)
+    if(at LESS 0)
+      message(FATAL_ERROR "${LIB} (FATPACK_EXPORT_API) does not export ${want}")
+    endif()
+  endforeach()
+  foreach(name IN LISTS ours)
+    # Template instantiations of the standard library (vague linkage) may name internal types as
+    # arguments; what must not be exported is an internal function, object or type of its own.
+    if(name MATCHES "^((typeinfo|typeinfo name|vtable) for )?fatpack::(detail|core)::|^(LZ4|ZSTD|ZDICT|XXH)")
+      message(FATAL_ERROR "${LIB} (FATPACK_EXPORT_API) exports an internal symbol: ${name}")
+    endif()
+  endforeach()
+else()
+  message(FATAL_ERROR "check_exports.cmake: EXPECT=${EXPECT}")
+endif()
