@@ -16,6 +16,7 @@
 #include <utility>
 #include <variant>
 
+FATPACK_BEGIN_HIDDEN
 namespace fatpack {
 
 // Stable numbers: the C API (fatpack.h, fatpack_status) uses the same values.
@@ -111,3 +112,4 @@ class [[nodiscard]] status {
 };
 
 }  // namespace fatpack
+FATPACK_END_HIDDEN

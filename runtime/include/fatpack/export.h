@@ -23,4 +23,15 @@
 #  endif
 #endif
 
+/* The C++ headers declare their types between FATPACK_BEGIN_HIDDEN and FATPACK_END_HIDDEN: the
+ * types are hidden, so what a library's own code instantiates over them (fatpack::result<module>,
+ * std::variant<module, error>, ...) is not exported either; the entry points are FATPACK_API. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32) && !defined(__CYGWIN__)
+#  define FATPACK_BEGIN_HIDDEN _Pragma("GCC visibility push(hidden)")
+#  define FATPACK_END_HIDDEN _Pragma("GCC visibility pop")
+#else
+#  define FATPACK_BEGIN_HIDDEN
+#  define FATPACK_END_HIDDEN
+#endif
+
 #endif /* FATPACK_EXPORT_H */

@@ -17,8 +17,8 @@
 // This header includes no CUDA header. The handle types below are the ones cuda.h declares
 // (`typedef struct CUfunc_st* CUfunction;`), so a fatpack::cu_function *is* a CUfunction.
 //
-// Every function and class here is FATPACK_API (fatpack/export.h); a shared library that links the
-// runtime exports none of them unless it asks to (docs/runtime.md "Symbols").
+// Every function here is FATPACK_API (fatpack/export.h), the types are hidden; a shared library that
+// links the runtime exports none of them unless it asks to (docs/runtime.md "Symbols").
 #pragma once
 
 #include "fatpack/error.hpp"
@@ -39,6 +39,7 @@ struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
 
+FATPACK_BEGIN_HIDDEN
 namespace fatpack {
 
 using cu_function = ::CUfunc_st*;  // CUfunction
@@ -179,7 +180,7 @@ struct module_access;
 // A module loaded on one device. Move-only; holds the module (and the device's primary context)
 // alive: the last handle to a module unloads it. Functions obtained from it are valid while a
 // handle lives. Handles of the same (package, module, device) share one loaded CUmodule.
-class FATPACK_API module {
+class module {
  public:
   module() noexcept = default;
   module(module&&) noexcept = default;
@@ -192,14 +193,14 @@ class FATPACK_API module {
   explicit operator bool() const noexcept { return valid(); }
 
   // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
-  result<cu_function> function(std::string_view kernel) const;
-  cu_module handle() const noexcept;
-  cu_context context() const noexcept;     // the device's primary context
-  int device() const noexcept;
-  const std::string& package_name() const noexcept;
-  const std::string& name() const noexcept;
-  std::vector<std::string> kernels() const;  // entry functions of the loaded entry
-  const load_report& report() const noexcept;
+  FATPACK_API result<cu_function> function(std::string_view kernel) const;
+  FATPACK_API cu_module handle() const noexcept;
+  FATPACK_API cu_context context() const noexcept;     // the device's primary context
+  FATPACK_API int device() const noexcept;
+  FATPACK_API const std::string& package_name() const noexcept;
+  FATPACK_API const std::string& name() const noexcept;
+  FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
+  FATPACK_API const load_report& report() const noexcept;
 
   // Drops this handle (unloads the module if it was the last one).
   void reset() noexcept { state_.reset(); }
@@ -226,14 +227,14 @@ struct warm_options {
   int device = -1;      // -1: every device
   std::string package;  // "": every package
 };
-class FATPACK_API warm_handle {
+class warm_handle {
  public:
   warm_handle() = default;
-  bool done() const;
+  FATPACK_API bool done() const;
   // Waits for every queued compile; the first error (if any) is returned, the rest are logged. When
   // nothing could be queued (no driver, no packages), that error.
-  status wait() const;
-  std::size_t jobs() const;  // how many compiles were queued
+  FATPACK_API status wait() const;
+  FATPACK_API std::size_t jobs() const;  // how many compiles were queued
 
   struct state;  // opaque
 
@@ -316,3 +317,4 @@ FATPACK_API log_level get_log_level();
 FATPACK_API void set_log_callback(std::function<void(log_level, std::string_view line)> callback);
 
 }  // namespace fatpack
+FATPACK_END_HIDDEN
