@@ -52,9 +52,15 @@ int main(int argc, char** argv) {
     }
   }
 
+  printf("c_api: fatpack %s\n", fatpack_version_string());
   fatpack_module* module = NULL;
   fatpack_status s = fatpack_load_module("vector_add", "c_hello", -1, &module);
   if (s != FATPACK_OK) return fail(s);
+  /* A versioned struct: FATPACK_DEVICE_INFO_INIT sets struct_size (docs/runtime.md §2). */
+  fatpack_device_info info = FATPACK_DEVICE_INFO_INIT;
+  if ((s = fatpack_get_device_info(fatpack_module_device(module), &info)) != FATPACK_OK) return fail(s);
+  printf("c_api: device %d: %s, CC %d.%d; JIT cache %s %s\n", info.ordinal, info.name, info.cc_major, info.cc_minor,
+         fatpack_cache_mode(), fatpack_cache_path());
   /* The load report: which entry, why, and the time per phase (the FATPACK_LOG=info text). */
   printf("%s\n", fatpack_module_report(module));
   printf("c_api: the kernel %s\n", fatpack_module_jit(module) ? "was JIT-compiled from PTX" : "is SASS from the package");

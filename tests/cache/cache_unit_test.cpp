@@ -484,14 +484,14 @@ TEST_CASE("faults through the seam: full disk and quota degrade to read-only wit
       CAPTURE(err);
       const std::string root = fresh("full");
       auto c = disk_cache::create(cfg_for(root));
-      REQUIRE(std::string(c->mode()) == "read-write");
+      REQUIRE(c->mode() == fatpack::cache_mode::read_write);
       c->store(key_for(1), fatpack::core::byte_span(cubin90()));  // one good entry first
       REQUIRE(c->find(key_for(1), false).has_value());
       log_capture logs;
       faulty_fs ffs;
       ffs.fail[op] = err;
       for (int i = 2; i < 6; ++i) c->store(key_for(static_cast<std::uint64_t>(i)), fatpack::core::byte_span(cubin90()));
-      CHECK(std::string(c->mode()) == "read-only");
+      CHECK(c->mode() == fatpack::cache_mode::read_only);
       CHECK(logs.count("disk is full") == 1);
       ffs.fail.clear();
       CHECK(c->find(key_for(1), false).has_value());  // reads still served
@@ -516,7 +516,7 @@ TEST_CASE("faults through the seam: read-only and unwritable directories, I/O er
       ffs.fail["mkdir"] = err;
       ffs.fail["open_new"] = err;
       auto c = disk_cache::create(cfg_for(root));
-      CHECK(std::string(c->mode()) == "read-only");
+      CHECK(c->mode() == fatpack::cache_mode::read_only);
       CHECK(logs.count("not writable") == 1);
       CHECK(c->find(key_for(1), false).has_value());
       c->store(key_for(3), fatpack::core::byte_span(cubin90()));
@@ -529,7 +529,7 @@ TEST_CASE("faults through the seam: read-only and unwritable directories, I/O er
     faulty_fs ffs;
     ffs.fail["mkdir"] = EACCES;
     auto c = disk_cache::create(cfg_for(temp_dir() + "/never/created"));
-    CHECK(std::string(c->mode()) == "memory-only");
+    CHECK(c->mode() == fatpack::cache_mode::memory_only);
     CHECK(logs.count("cannot create the cache directory") == 1);
     CHECK_FALSE(c->find(key_for(1), true).has_value());
     c->store(key_for(1), fatpack::core::byte_span(cubin90()));  // no-op, no crash
@@ -556,7 +556,7 @@ TEST_CASE("faults through the seam: read-only and unwritable directories, I/O er
     c->store(key_for(2), fatpack::core::byte_span(cubin90()));
     CHECK(logs.count("could not be written") == 1);
     ffs.fail.clear();
-    CHECK(std::string(c->mode()) == "read-write");
+    CHECK(c->mode() == fatpack::cache_mode::read_write);
     c->store(key_for(3), fatpack::core::byte_span(cubin90()));
     CHECK(c->find(key_for(3), false).has_value());
   }
@@ -569,7 +569,7 @@ TEST_CASE("faults through the seam: read-only and unwritable directories, I/O er
     ffs.fail["byte_lock"] = ENOLCK;
     CHECK(c->begin_compile(key_for(1)) == nullptr);
     CHECK(c->begin_compile(key_for(2)) == nullptr);
-    CHECK(std::string(c->mode()) == "read-only");
+    CHECK(c->mode() == fatpack::cache_mode::read_only);
     CHECK(logs.count("per-key lock failed") == 1);
   }
 }
@@ -591,7 +591,7 @@ TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owne
     CHECK(v.warning.find("setuid") != std::string::npos);
     CHECK(check_prebuilt_dir(root).access == dir_access::refused);
     auto c = disk_cache::create(cfg_for(root));
-    CHECK(std::string(c->mode()) == "memory-only");
+    CHECK(c->mode() == fatpack::cache_mode::memory_only);
   }
   {
     faulty_fs ffs;
@@ -811,8 +811,9 @@ TEST_CASE("warm selects as the runtime does: Tegra CCs and the policy from the e
 
 TEST_CASE("public API: counters, status and layers through C++ and C") {
   // FATPACK_CACHE_DISABLE=1 in this process (g_env): the API says so and refuses layers.
-  CHECK(fatpack::cache_status().mode == "disabled");
+  CHECK(fatpack::cache_status().mode == fatpack::cache_mode::disabled);
   CHECK(std::string(fatpack_cache_mode()) == "disabled");
+  CHECK(fatpack_cache_get_mode() == FATPACK_CACHE_MODE_DISABLED);
   CHECK(std::string(fatpack_cache_path()).empty());
   auto s = fatpack::add_prebuilt_cache("/nonexistent");
   CHECK_FALSE(s.ok());
@@ -823,22 +824,56 @@ TEST_CASE("public API: counters, status and layers through C++ and C") {
   const std::string root = fresh("api");
   auto c = disk_cache::create(cfg_for(root));
   set_sass_cache(c);
-  CHECK(fatpack::cache_status().mode == "read-write");
+  CHECK(fatpack::cache_status().mode == fatpack::cache_mode::read_write);
   CHECK(fatpack::cache_status().path == root);
+  CHECK(fatpack_cache_get_mode() == FATPACK_CACHE_MODE_READ_WRITE);
+  {
+    // Both strings at once (as in one printf): each function has its own storage.
+    const char* path = fatpack_cache_path();
+    const char* mode = fatpack_cache_mode();
+    CHECK(std::string(path) == root);
+    CHECK(std::string(mode) == "read-write");
+    const char* path_again = fatpack_cache_path();
+    CHECK(std::string(mode) == "read-write");
+    CHECK(std::string(path_again) == root);
+  }
   const auto before = fatpack::cache_stats();
   c->store(key_for(4242), fatpack::core::byte_span(cubin90()));
-  fatpack_cache_stats cs{};
+  fatpack_cache_stats cs = FATPACK_CACHE_STATS_INIT;
+  CHECK(cs.struct_size == sizeof(fatpack_cache_stats));
   REQUIRE(fatpack_get_cache_stats(&cs) == FATPACK_OK);
+  CHECK(cs.struct_size == sizeof(fatpack_cache_stats));  // read, never written
   CHECK(cs.stores == before.stores + 1);
   CHECK(cs.bytes_written > before.bytes_written);
   CHECK(fatpack_get_cache_stats(nullptr) == FATPACK_ERROR_INVALID_ARGUMENT);
+  // Versioned struct: too small is refused and nothing is written; larger (a newer header's struct)
+  // gets the fields this library knows and the rest is left alone.
+  for (std::size_t small : {std::size_t{0}, sizeof(std::size_t), sizeof(fatpack_cache_stats) - 1}) {
+    fatpack_cache_stats t = FATPACK_CACHE_STATS_INIT;
+    t.struct_size = small;
+    t.stores = 777;
+    CHECK(fatpack_get_cache_stats(&t) == FATPACK_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(fatpack_last_error()).find("struct_size") != std::string::npos);
+    CHECK(t.stores == 777);
+    CHECK(t.struct_size == small);
+  }
+  struct newer {
+    fatpack_cache_stats s;
+    std::uint64_t added_later;
+  } big{};
+  big.s.struct_size = sizeof big;
+  big.added_later = 0x5a5a5a5a;
+  REQUIRE(fatpack_get_cache_stats(&big.s) == FATPACK_OK);
+  CHECK(big.s.struct_size == sizeof big);
+  CHECK(big.s.stores == cs.stores);
+  CHECK(big.added_later == 0x5a5a5a5a);
   const std::string pre = fresh("api-pre");
   REQUIRE(make_dirs(posix_fs(), pre + "/v1", 0700) == 0);
   CHECK(fatpack::add_prebuilt_cache(pre).ok());
   CHECK(fatpack::cache_status().prebuilt == std::vector<std::string>{pre});
   CHECK(fatpack_cache_wait_refresh() == FATPACK_OK);
   set_sass_cache(nullptr);
-  CHECK(fatpack::cache_status().mode == "disabled");
+  CHECK(fatpack::cache_status().mode == fatpack::cache_mode::disabled);
 }
 
 TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, with eviction") {
@@ -866,7 +901,7 @@ TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, 
   for (auto& th : ts) th.join();
   CHECK(wrong == 0);
   CHECK(hits > 0);
-  CHECK(std::string(c->mode()) == "read-write");
+  CHECK(c->mode() == fatpack::cache_mode::read_write);
   auto a = admin::open(root, true);
   REQUIRE(a.has_value());
   for (const auto& p : (*a)->verify(false)) CHECK_MESSAGE(p.file.find("index.v1") != std::string::npos, p.problem);

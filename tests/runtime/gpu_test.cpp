@@ -305,8 +305,8 @@ int main(int argc, char** argv) {
       bool refused = false;
       for (const auto& c : m.report().candidates)
         if (c.target == "compute_90 (PTX ISA 9.9)") {
-          refused = c.verdict == "rejected";
-          std::printf("  (d): entry %zu %s: %s: %s\n", c.entry, c.target.c_str(), c.verdict.c_str(), c.reason.c_str());
+          refused = c.verdict == fatpack::verdict::rejected;
+          std::printf("  (d): entry %zu %s: %s: %s\n", c.entry, c.target.c_str(), fatpack::verdict_name(c.verdict), c.reason.c_str());
         }
       EXPECT(refused, "the 9.9 PTX was not refused by the selector");
       if (h200) EXPECT(m.report().target == "compute_80 (PTX ISA 9.0)", "chose %s", m.report().target.c_str());

@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
       std::printf("cache mode=%s path=%s hits_exact=%llu hits_other=%llu misses=%llu jits=%llu refreshes=%llu "
                   "stores=%llu rejected=%llu evictions=%llu waited=%llu bytes_read=%llu bytes_written=%llu "
                   "io_errors=%llu prebuilt=%zu\n",
-                  info.mode.c_str(), info.path.c_str(), (unsigned long long)st.hits_exact,
+                  fatpack::cache_mode_name(info.mode), info.path.c_str(), (unsigned long long)st.hits_exact,
                   (unsigned long long)st.hits_other_driver, (unsigned long long)st.misses, (unsigned long long)st.jits,
                   (unsigned long long)st.refreshes, (unsigned long long)st.stores, (unsigned long long)st.rejected,
                   (unsigned long long)st.evictions, (unsigned long long)st.waited, (unsigned long long)st.bytes_read,

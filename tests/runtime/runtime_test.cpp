@@ -11,6 +11,7 @@
 #include "fatpack/core/registry_record.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -137,7 +138,7 @@ TEST_CASE("selection end to end: two devices, each gets its own entry") {
   // The report ranks every entry; sm_75 cannot run on 9.0.
   bool saw_rejected_75 = false;
   for (const auto& c : m0.report().candidates)
-    if (c.target == "sm_75") saw_rejected_75 = c.verdict == "rejected" && !c.reason.empty();
+    if (c.target == "sm_75") saw_rejected_75 = c.verdict == fatpack::verdict::rejected && !c.reason.empty();
   CHECK(saw_rejected_75);
   CHECK(m0.report().attempts.size() == 1);
   CHECK(m0.report().total_ms >= m0.report().load_ms);
@@ -248,7 +249,7 @@ TEST_CASE("selection refuses PTX newer than the driver's ISA before trying it") 
   CHECK(m.report().attempts.size() == 1);
   bool rejected = false;
   for (const auto& c : m.report().candidates)
-    if (c.target == "compute_90 (PTX ISA 9.9)") rejected = c.verdict == "rejected";
+    if (c.target == "compute_90 (PTX ISA 9.9)") rejected = c.verdict == fatpack::verdict::rejected;
   CHECK(rejected);
 }
 
@@ -500,12 +501,37 @@ TEST_CASE("C API: load, function, report, errors") {
   int n = 0;
   CHECK(fatpack_device_count(&n) == FATPACK_OK);
   CHECK(n == 2);
-  fatpack_device_info info;
+  fatpack_device_info info = FATPACK_DEVICE_INFO_INIT;
+  CHECK(info.struct_size == sizeof(fatpack_device_info));
   CHECK(fatpack_get_device_info(1, &info) == FATPACK_OK);
+  CHECK(info.struct_size == sizeof(fatpack_device_info));
+  CHECK(info.ordinal == 1);
   CHECK(info.cc_major == 8);
   CHECK(info.cc_minor == 6);
   CHECK(std::string(info.max_ptx_isa) == "9.0");
   CHECK(fatpack_get_device_info(7, &info) == FATPACK_ERROR_INVALID_DEVICE);
+  // Versioned struct: a struct_size below the first version is refused before anything is written.
+  for (std::size_t small : {std::size_t{0}, offsetof(fatpack_device_info, name), sizeof(fatpack_device_info) - 1}) {
+    fatpack_device_info t = FATPACK_DEVICE_INFO_INIT;
+    t.struct_size = small;
+    t.cc_major = -7;
+    CHECK(fatpack_get_device_info(0, &t) == FATPACK_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(fatpack_last_error()).find("struct_size") != std::string::npos);
+    CHECK(t.cc_major == -7);
+  }
+  CHECK(fatpack_get_device_info(0, nullptr) == FATPACK_ERROR_INVALID_ARGUMENT);
+  // A newer caller's larger struct: the known fields are filled, the bytes after them left alone.
+  struct newer {
+    fatpack_device_info d;
+    int added_later;
+  } big{};
+  big.d.struct_size = sizeof big;
+  big.added_later = 4242;
+  CHECK(fatpack_get_device_info(0, &big.d) == FATPACK_OK);
+  CHECK(big.d.struct_size == sizeof big);
+  CHECK(big.d.cc_major == 9);
+  CHECK(std::string(big.d.name).size() > 0);
+  CHECK(big.added_later == 4242);
   int v = 0;
   CHECK(fatpack_driver_version(&v) == FATPACK_OK);
   CHECK(v == 13000);
@@ -521,4 +547,33 @@ TEST_CASE("C API: load, function, report, errors") {
   CHECK(fatpack_warm_wait() == FATPACK_OK);
 
   CHECK(fatpack_c_smoke() == 0);
+}
+
+TEST_CASE("version: the headers, the C and C++ functions and the CMake project agree") {
+  // FATPACK_PROJECT_VERSION_*: project(fatpack VERSION ...) of the top CMakeLists.txt (tests/runtime).
+  CHECK(FATPACK_VERSION_MAJOR == FATPACK_PROJECT_VERSION_MAJOR);
+  CHECK(FATPACK_VERSION_MINOR == FATPACK_PROJECT_VERSION_MINOR);
+  CHECK(FATPACK_VERSION_PATCH == FATPACK_PROJECT_VERSION_PATCH);
+  const int expected = FATPACK_PROJECT_VERSION_MAJOR * 10000 + FATPACK_PROJECT_VERSION_MINOR * 100 + FATPACK_PROJECT_VERSION_PATCH;
+  CHECK(FATPACK_VERSION_NUMBER == expected);
+  CHECK(fatpack_version() == expected);
+  CHECK(fatpack::version() == expected);
+  CHECK(std::string(FATPACK_VERSION_STRING) == FATPACK_PROJECT_VERSION);
+  CHECK(std::string(fatpack_version_string()) == FATPACK_PROJECT_VERSION);
+  CHECK(std::string(fatpack::version_string()) == FATPACK_PROJECT_VERSION);
+}
+
+TEST_CASE("verdict and cache mode names") {
+  CHECK(std::string(fatpack::verdict_name(fatpack::verdict::chosen)) == "chosen");
+  CHECK(std::string(fatpack::verdict_name(fatpack::verdict::usable)) == "usable");
+  CHECK(std::string(fatpack::verdict_name(fatpack::verdict::rejected)) == "rejected");
+  CHECK(std::string(fatpack::cache_mode_name(fatpack::cache_mode::read_write)) == "read-write");
+  CHECK(std::string(fatpack::cache_mode_name(fatpack::cache_mode::read_only)) == "read-only");
+  CHECK(std::string(fatpack::cache_mode_name(fatpack::cache_mode::memory_only)) == "memory-only");
+  CHECK(std::string(fatpack::cache_mode_name(fatpack::cache_mode::disabled)) == "disabled");
+  CHECK(std::string(fatpack_cache_mode_name(FATPACK_CACHE_MODE_READ_WRITE)) == "read-write");
+  CHECK(std::string(fatpack_cache_mode_name(FATPACK_CACHE_MODE_READ_ONLY)) == "read-only");
+  CHECK(std::string(fatpack_cache_mode_name(FATPACK_CACHE_MODE_MEMORY_ONLY)) == "memory-only");
+  CHECK(std::string(fatpack_cache_mode_name(FATPACK_CACHE_MODE_DISABLED)) == "disabled");
+  CHECK(std::string(fatpack_cache_mode_name(42)) == "unknown");
 }

@@ -9,11 +9,14 @@
 // This header includes no CUDA header: the CUDA status is a plain int (a CUresult value).
 #pragma once
 
+#include "fatpack/export.h"
+
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
 
+FATPACK_BEGIN_HIDDEN
 namespace fatpack {
 
 // Stable numbers: the C API (fatpack.h, fatpack_status) uses the same values.
@@ -37,7 +40,7 @@ enum class errc : int {
 };
 
 // "no_driver", "jit_failed", ...
-const char* errc_name(errc code) noexcept;
+FATPACK_API const char* errc_name(errc code) noexcept;
 
 struct error {
   errc code = errc::ok;
@@ -46,12 +49,15 @@ struct error {
   std::string log;       // JIT info/error log, may be empty
 
   // message, then the log indented when there is one.
-  std::string what() const;
+  FATPACK_API std::string what() const;
 };
 
-class exception : public std::runtime_error {
+// FATPACK_API, with its key function (the destructor) in the runtime: its vtable and typeinfo are
+// the runtime's, not emitted in (and exported from) every library that includes this header.
+class FATPACK_API exception : public std::runtime_error {
  public:
   explicit exception(fatpack::error e) : std::runtime_error(e.what()), error_(std::move(e)) {}
+  ~exception() override;
   const fatpack::error& error() const noexcept { return error_; }
 
  private:
@@ -106,3 +112,4 @@ class [[nodiscard]] status {
 };
 
 }  // namespace fatpack
+FATPACK_END_HIDDEN

@@ -12,9 +12,25 @@
  *   fatpack_module_function(m, "vadd", &f);
  *   ... cuLaunchKernel(f, ...) ...
  *   fatpack_module_release(m);
+ *
+ * Structs the caller passes in or out start with `size_t struct_size`, which the caller sets to
+ * sizeof the struct it was compiled with (the *_INIT macros do that and zero the rest). The library
+ * reads it and never writes it: it fills only the fields that fit in struct_size and leaves bytes
+ * beyond its own struct untouched; a struct_size smaller than the first version of the struct is
+ * refused with FATPACK_ERROR_INVALID_ARGUMENT. So a program built against an older or newer header
+ * keeps working with this library.
+ *
+ *   fatpack_device_info info = FATPACK_DEVICE_INFO_INIT;
+ *   fatpack_get_device_info(0, &info);
+ *
+ * Every function here is FATPACK_API (fatpack/export.h); a shared library that links the runtime
+ * exports none of them unless it asks to (docs/runtime.md "Symbols").
  */
 #ifndef FATPACK_FATPACK_H
 #define FATPACK_FATPACK_H
+
+#include "fatpack/export.h"
+#include "fatpack/version.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -56,7 +72,16 @@ typedef enum fatpack_policy {
 
 typedef struct fatpack_module fatpack_module;
 
+/* The cache's mode, as fatpack_cache_get_mode() reports it (same numbers as fatpack::cache_mode). */
+typedef enum fatpack_cache_mode_id {
+  FATPACK_CACHE_MODE_READ_WRITE = 0,  /* "read-write": the per-user cache is used and written */
+  FATPACK_CACHE_MODE_READ_ONLY = 1,   /* "read-only": entries are read, nothing is written */
+  FATPACK_CACHE_MODE_MEMORY_ONLY = 2, /* "memory-only": no usable directory; SASS is kept in memory */
+  FATPACK_CACHE_MODE_DISABLED = 3     /* "disabled": FATPACK_CACHE_DISABLE */
+} fatpack_cache_mode_id;
+
 typedef struct fatpack_device_info {
+  size_t struct_size;     /* set by the caller: sizeof(fatpack_device_info) (FATPACK_DEVICE_INFO_INIT) */
   int ordinal;
   int cc_major, cc_minor;
   int integrated;
@@ -66,49 +91,71 @@ typedef struct fatpack_device_info {
   unsigned char uuid[16];
 } fatpack_device_info;
 
+/* Zero-initialized, struct_size set: `fatpack_device_info info = FATPACK_DEVICE_INFO_INIT;`. */
+#ifdef __cplusplus
+#define FATPACK_ZERO_INIT_ {}
+#else
+#define FATPACK_ZERO_INIT_ {0}
+#endif
+static inline fatpack_device_info fatpack_device_info_init(void) {
+  fatpack_device_info info = FATPACK_ZERO_INIT_;
+  info.struct_size = sizeof info;
+  return info;
+}
+#define FATPACK_DEVICE_INFO_INIT fatpack_device_info_init()
+
+/* The runtime's version: MAJOR*10000 + MINOR*100 + PATCH (100 for 0.1.0), the same as the
+ * FATPACK_VERSION_NUMBER of the headers it was built with; compare with FATPACK_VERSION_NUMBER to find
+ * a program compiled against other headers. fatpack_version_string(): "0.1.0" (static storage). */
+FATPACK_API int fatpack_version(void);
+FATPACK_API const char* fatpack_version_string(void);
+
 /* "FATPACK_ERROR_NO_DRIVER", ... */
-const char* fatpack_status_name(fatpack_status status);
+FATPACK_API const char* fatpack_status_name(fatpack_status status);
 /* The calling thread's last error message ("" if none). Includes the JIT log when there is one. */
-const char* fatpack_last_error(void);
+FATPACK_API const char* fatpack_last_error(void);
 /* The CUresult behind the calling thread's last error (0 if none). */
-int fatpack_last_cuda_status(void);
+FATPACK_API int fatpack_last_cuda_status(void);
 
-fatpack_status fatpack_init(void);
-fatpack_status fatpack_driver_version(int* version);
-fatpack_status fatpack_device_count(int* count);
-fatpack_status fatpack_get_device_info(int ordinal, fatpack_device_info* info);
+FATPACK_API fatpack_status fatpack_init(void);
+FATPACK_API fatpack_status fatpack_driver_version(int* version);
+FATPACK_API fatpack_status fatpack_device_count(int* count);
+/* info->struct_size must be set (FATPACK_DEVICE_INFO_INIT); below sizeof the first version of the
+ * struct: FATPACK_ERROR_INVALID_ARGUMENT. */
+FATPACK_API fatpack_status fatpack_get_device_info(int ordinal, fatpack_device_info* info);
 /* cuGetProcAddress through the driver fatpack loaded; cuda_version 12000 for cuda.h 13.0 signatures. */
-fatpack_status fatpack_driver_entry_point(const char* symbol, int cuda_version, void** fn);
+FATPACK_API fatpack_status fatpack_driver_entry_point(const char* symbol, int cuda_version, void** fn);
 
-fatpack_status fatpack_add_package_file(const char* path);
+FATPACK_API fatpack_status fatpack_add_package_file(const char* path);
 /* copy != 0: fatpack copies the bytes; otherwise they must stay valid and unchanged. */
-fatpack_status fatpack_add_package_memory(const void* data, size_t size, int copy);
+FATPACK_API fatpack_status fatpack_add_package_memory(const void* data, size_t size, int copy);
 /* A bare cubin / PTX / nvcc fatbin buffer; package_name may be NULL (then the module name). */
-fatpack_status fatpack_add_image(const void* data, size_t size, const char* module_name, const char* package_name);
+FATPACK_API fatpack_status fatpack_add_image(const void* data, size_t size, const char* module_name, const char* package_name);
 
-fatpack_status fatpack_set_policy(fatpack_policy policy);
+FATPACK_API fatpack_status fatpack_set_policy(fatpack_policy policy);
 
 /* package may be NULL (any package); device -1: the current context's device, else 0. */
-fatpack_status fatpack_load_module(const char* module_name, const char* package, int device, fatpack_module** out);
-fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
-                                               fatpack_policy policy, fatpack_module** out);
-void fatpack_module_release(fatpack_module* module);
-fatpack_status fatpack_module_function(const fatpack_module* module, const char* kernel, struct CUfunc_st** out);
-struct CUmod_st* fatpack_module_handle(const fatpack_module* module);
-struct CUctx_st* fatpack_module_context(const fatpack_module* module);
-int fatpack_module_device(const fatpack_module* module);
+FATPACK_API fatpack_status fatpack_load_module(const char* module_name, const char* package, int device, fatpack_module** out);
+FATPACK_API fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
+                                                           fatpack_policy policy, fatpack_module** out);
+FATPACK_API void fatpack_module_release(fatpack_module* module);
+FATPACK_API fatpack_status fatpack_module_function(const fatpack_module* module, const char* kernel, struct CUfunc_st** out);
+FATPACK_API struct CUmod_st* fatpack_module_handle(const fatpack_module* module);
+FATPACK_API struct CUctx_st* fatpack_module_context(const fatpack_module* module);
+FATPACK_API int fatpack_module_device(const fatpack_module* module);
 /* The load report as FATPACK_LOG=info text; valid while the module handle lives. */
-const char* fatpack_module_report(const fatpack_module* module);
+FATPACK_API const char* fatpack_module_report(const fatpack_module* module);
 /* Whether the loaded entry came through the JIT (1) or was SASS (0). */
-int fatpack_module_jit(const fatpack_module* module);
+FATPACK_API int fatpack_module_jit(const fatpack_module* module);
 
 /* Queues background compiles of every module every device needs (device -1: all devices) and
  * returns at once; fatpack_warm_wait() waits for everything queued so far. */
-fatpack_status fatpack_warm_all(int device);
-fatpack_status fatpack_warm_wait(void);
+FATPACK_API fatpack_status fatpack_warm_all(int device);
+FATPACK_API fatpack_status fatpack_warm_wait(void);
 
 /* The JIT cache (docs/cache.md): this process's counters. */
 typedef struct fatpack_cache_stats {
+  size_t struct_size;     /* set by the caller: sizeof(fatpack_cache_stats) (FATPACK_CACHE_STATS_INIT) */
   uint64_t hits_exact;
   uint64_t hits_other_driver;
   uint64_t misses;
@@ -124,15 +171,29 @@ typedef struct fatpack_cache_stats {
   uint64_t lock_timeouts;
   uint64_t io_errors;
 } fatpack_cache_stats;
-fatpack_status fatpack_get_cache_stats(fatpack_cache_stats* out);
-/* The per-user cache directory ("" when none) and its mode ("read-write", "read-only",
- * "memory-only", "disabled"); valid until the next call from this thread. */
-const char* fatpack_cache_path(void);
-const char* fatpack_cache_mode(void);
+
+/* `fatpack_cache_stats s = FATPACK_CACHE_STATS_INIT;` */
+static inline fatpack_cache_stats fatpack_cache_stats_init(void) {
+  fatpack_cache_stats stats = FATPACK_ZERO_INIT_;
+  stats.struct_size = sizeof stats;
+  return stats;
+}
+#define FATPACK_CACHE_STATS_INIT fatpack_cache_stats_init()
+
+/* out->struct_size as for fatpack_get_device_info. */
+FATPACK_API fatpack_status fatpack_get_cache_stats(fatpack_cache_stats* out);
+/* The per-user cache directory ("" when none); valid until this thread's next fatpack_cache_path(). */
+FATPACK_API const char* fatpack_cache_path(void);
+/* The cache's mode, and its name ("read-write", "read-only", "memory-only", "disabled"; static
+ * storage). fatpack_cache_mode() is fatpack_cache_mode_name(fatpack_cache_get_mode()). */
+FATPACK_API fatpack_cache_mode_id fatpack_cache_get_mode(void);
+FATPACK_API const char* fatpack_cache_mode(void);
+/* "read-write", ...; "unknown" for a number that is no fatpack_cache_mode_id. */
+FATPACK_API const char* fatpack_cache_mode_name(int mode);
 /* A read-only cache layer searched before the per-user cache. */
-fatpack_status fatpack_add_prebuilt_cache(const char* directory);
+FATPACK_API fatpack_status fatpack_add_prebuilt_cache(const char* directory);
 /* Waits for background re-JITs after other-driver hits. */
-fatpack_status fatpack_cache_wait_refresh(void);
+FATPACK_API fatpack_status fatpack_cache_wait_refresh(void);
 
 #ifdef __cplusplus
 }

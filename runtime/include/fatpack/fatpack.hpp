@@ -16,9 +16,14 @@
 //
 // This header includes no CUDA header. The handle types below are the ones cuda.h declares
 // (`typedef struct CUfunc_st* CUfunction;`), so a fatpack::cu_function *is* a CUfunction.
+//
+// Every function here is FATPACK_API (fatpack/export.h), the types are hidden; a shared library that
+// links the runtime exports none of them unless it asks to (docs/runtime.md "Symbols").
 #pragma once
 
 #include "fatpack/error.hpp"
+#include "fatpack/export.h"
+#include "fatpack/version.h"
 
 #include <array>
 #include <cstddef>
@@ -34,6 +39,7 @@ struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
 
+FATPACK_BEGIN_HIDDEN
 namespace fatpack {
 
 using cu_function = ::CUfunc_st*;  // CUfunction
@@ -44,20 +50,25 @@ using cu_context = ::CUctx_st*;    // CUcontext
 // environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
 // sass_only. A policy given in load_options wins over both.
 enum class policy { prefer_sass, force_ptx, sass_only };
-const char* policy_name(policy p) noexcept;  // "prefer_sass", "force_ptx", "sass_only"
+FATPACK_API const char* policy_name(policy p) noexcept;  // "prefer_sass", "force_ptx", "sass_only"
 
 enum class log_level { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
+
+// The runtime's version: MAJOR*10000 + MINOR*100 + PATCH (100 for 0.1.0), as fatpack_version() and
+// FATPACK_VERSION_NUMBER (the headers' version, fatpack/version.h); version_string(): "0.1.0".
+FATPACK_API int version() noexcept;
+FATPACK_API const char* version_string() noexcept;
 
 // ---- driver and devices ----------------------------------------------------------------------
 
 // Loads the driver and enumerates devices now (otherwise this happens on first use). Idempotent; the
 // result of the first attempt is kept (a process without a driver gets the same error every time).
-status init();
+FATPACK_API status init();
 
 // cuDriverGetVersion(): 13000 for CUDA 13.0.
-result<int> driver_version();
+FATPACK_API result<int> driver_version();
 // The path the driver was loaded from ("libcuda.so.1" or $FATPACK_LIBCUDA).
-std::string driver_library();
+FATPACK_API std::string driver_library();
 
 struct device_info {
   int ordinal = 0;
@@ -70,27 +81,27 @@ struct device_info {
   std::array<std::uint8_t, 16> uuid{};
   std::string uuid_str;           // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
 };
-result<int> device_count();
-result<device_info> device(int ordinal);
+FATPACK_API result<int> device_count();
+FATPACK_API result<device_info> device(int ordinal);
 
 // A driver entry point through the driver fatpack loaded (cuGetProcAddress), so an application that
 // does not link libcuda can call e.g. cuLaunchKernel or cuMemAlloc. cuda_version selects the ABI
 // (12000: the signatures of CUDA 12.0, which are those of cuda.h 13.0 for the common calls).
-result<void*> driver_entry_point(const char* symbol, int cuda_version = 12000);
+FATPACK_API result<void*> driver_entry_point(const char* symbol, int cuda_version = 12000);
 
 // ---- registry ----------------------------------------------------------------------------------
 
 // Packages linked into the program by `fatpack embed` / fatpack_add_kernels are found automatically.
 // These add more. Every package is validated when it is added.
-status add_package_file(const std::string& path);
+FATPACK_API status add_package_file(const std::string& path);
 enum class ownership { copy, borrow };  // borrow: the caller keeps the bytes alive and unchanged
-status add_package_memory(const void* data, std::size_t size, std::string_view source = "memory",
-                          ownership own = ownership::copy);
+FATPACK_API status add_package_memory(const void* data, std::size_t size, std::string_view source = "memory",
+                                      ownership own = ownership::copy);
 // A bare cubin, PTX (text, NUL optional) or nvcc fatbin the application would have passed to
 // cuModuleLoadData: it becomes module `module_name` of package `package_name` (default: the module
 // name) and goes through the same selection, JIT and cache as packaged kernels.
-status add_image(const void* data, std::size_t size, std::string_view module_name,
-                 std::string_view package_name = {});
+FATPACK_API status add_image(const void* data, std::size_t size, std::string_view module_name,
+                             std::string_view package_name = {});
 
 struct package_info {
   std::string name;
@@ -99,7 +110,7 @@ struct package_info {
   std::vector<std::string> modules;
 };
 // Every registered package (embedded ones included). Empty with errc::no_packages when none.
-result<std::vector<package_info>> packages();
+FATPACK_API result<std::vector<package_info>> packages();
 
 // ---- loading -------------------------------------------------------------------------------------
 
@@ -117,11 +128,16 @@ struct attempt_info {
   double decompress_ms = 0, jit_ms = 0, load_ms = 0;
 };
 
+// The selector's verdict on one entry: chosen (the one to load), usable (a fallback, in rank order),
+// rejected (cannot run on the device; the reason says why).
+enum class verdict { chosen, usable, rejected };
+FATPACK_API const char* verdict_name(verdict v) noexcept;  // "chosen", "usable", "rejected"
+
 // One ranked entry, as the selector saw it.
 struct candidate_info {
   std::size_t entry = 0;
   std::string target;
-  std::string verdict;  // "chosen", "usable", "rejected"
+  fatpack::verdict verdict = verdict::rejected;
   std::string reason;
 };
 
@@ -147,7 +163,7 @@ struct load_report {
   double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;
 
   // The FATPACK_LOG=info trace of this load (several lines, docs/runtime.md §FATPACK_LOG).
-  std::string trace() const;
+  FATPACK_API std::string trace() const;
 };
 
 struct load_options {
@@ -177,14 +193,14 @@ class module {
   explicit operator bool() const noexcept { return valid(); }
 
   // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
-  result<cu_function> function(std::string_view kernel) const;
-  cu_module handle() const noexcept;
-  cu_context context() const noexcept;     // the device's primary context
-  int device() const noexcept;
-  const std::string& package_name() const noexcept;
-  const std::string& name() const noexcept;
-  std::vector<std::string> kernels() const;  // entry functions of the loaded entry
-  const load_report& report() const noexcept;
+  FATPACK_API result<cu_function> function(std::string_view kernel) const;
+  FATPACK_API cu_module handle() const noexcept;
+  FATPACK_API cu_context context() const noexcept;     // the device's primary context
+  FATPACK_API int device() const noexcept;
+  FATPACK_API const std::string& package_name() const noexcept;
+  FATPACK_API const std::string& name() const noexcept;
+  FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
+  FATPACK_API const load_report& report() const noexcept;
 
   // Drops this handle (unloads the module if it was the last one).
   void reset() noexcept { state_.reset(); }
@@ -196,11 +212,11 @@ class module {
 };
 
 // Loads `module_name` (a module of a registered package) on a device.
-result<module> load_module(std::string_view module_name, const load_options& options = {});
+FATPACK_API result<module> load_module(std::string_view module_name, const load_options& options = {});
 
 // The selector's answer for a module on a device, without loading anything (what `fatpack plan`
 // says for this process's device and driver).
-result<load_report> plan_module(std::string_view module_name, const load_options& options = {});
+FATPACK_API result<load_report> plan_module(std::string_view module_name, const load_options& options = {});
 
 // ---- background warm-up --------------------------------------------------------------------------
 
@@ -214,11 +230,11 @@ struct warm_options {
 class warm_handle {
  public:
   warm_handle() = default;
-  bool done() const;
+  FATPACK_API bool done() const;
   // Waits for every queued compile; the first error (if any) is returned, the rest are logged. When
   // nothing could be queued (no driver, no packages), that error.
-  status wait() const;
-  std::size_t jobs() const;  // how many compiles were queued
+  FATPACK_API status wait() const;
+  FATPACK_API std::size_t jobs() const;  // how many compiles were queued
 
   struct state;  // opaque
 
@@ -226,7 +242,7 @@ class warm_handle {
   friend struct detail::module_access;
   std::shared_ptr<state> state_;
 };
-warm_handle warm(const warm_options& options = {});
+FATPACK_API warm_handle warm(const warm_options& options = {});
 
 // ---- JIT cache (docs/cache.md) -------------------------------------------------------------------
 
@@ -253,42 +269,52 @@ struct cache_statistics {
   std::uint64_t lock_timeouts = 0;      // waits that gave up (then compiled here too)
   std::uint64_t io_errors = 0;
 };
-cache_statistics cache_stats();
+FATPACK_API cache_statistics cache_stats();
+
+// Same numbers as fatpack_cache_mode_id (fatpack.h).
+enum class cache_mode {
+  read_write = 0,   // the per-user cache is used and written
+  read_only = 1,    // entries are read, nothing is written (FATPACK_CACHE_READONLY, or not writable)
+  memory_only = 2,  // no usable directory: SASS is kept for this process only
+  disabled = 3,     // FATPACK_CACHE_DISABLE
+};
+FATPACK_API const char* cache_mode_name(cache_mode m) noexcept;  // "read-write", "read-only", "memory-only", "disabled"
 
 struct cache_info {
   std::string path;                   // the per-user cache directory ("" when there is none)
-  std::string mode;                   // "read-write", "read-only", "memory-only", "disabled"
+  cache_mode mode = cache_mode::disabled;
   std::vector<std::string> prebuilt;  // read-only layers, in search order
 };
-cache_info cache_status();
+FATPACK_API cache_info cache_status();
 
 // Adds a read-only cache directory (e.g. prebuilt at install with `fatpack warm --path DIR`),
 // searched before the per-user cache. An error names the directory and why it is refused (missing,
 // owned by another user, writable by group/others).
-status add_prebuilt_cache(std::string_view directory);
+FATPACK_API status add_prebuilt_cache(std::string_view directory);
 
 // Waits for the background re-JITs queued by other-driver hits (they make the next start an exact
 // hit); a process may exit without waiting (a re-JIT cut short stores nothing).
-void wait_cache_refresh();
+FATPACK_API void wait_cache_refresh();
 
 // ---- settings ------------------------------------------------------------------------------------
 
-void set_policy(policy p);       // process default (the environment still wins, see `policy`)
+FATPACK_API void set_policy(policy p);       // process default (the environment still wins, see `policy`)
 
 // PTX -> SASS: the driver's cuLink (default; the only one that knows GPUs newer than the toolkit) or
 // nvJitLink (dlopen-ed libnvJitLink.so.13 / FATPACK_NVJITLINK; used where it knows the device's
 // architecture, cuLink otherwise). Default: FATPACK_JIT_BACKEND=culink|nvjitlink, else culink.
 enum class jit_backend { culink, nvjitlink };
-void set_jit_backend(jit_backend b);
-policy effective_policy();       // what a load without an explicit policy uses now
+FATPACK_API void set_jit_backend(jit_backend b);
+FATPACK_API policy effective_policy();       // what a load without an explicit policy uses now
 // JIT threads (default: hardware threads, or FATPACK_JIT_THREADS). Takes effect before the first JIT.
-void set_jit_threads(unsigned n);
+FATPACK_API void set_jit_threads(unsigned n);
 
 // Log level: FATPACK_LOG=off|error|warn|info|debug (default off). Lines go to stderr, or to the
 // callback when one is set (then nothing goes to stderr). The callback is called with a lock held:
 // it must not call back into fatpack. set_log_callback(nullptr) restores stderr.
-void set_log_level(log_level level);
-log_level get_log_level();
-void set_log_callback(std::function<void(log_level, std::string_view line)> callback);
+FATPACK_API void set_log_level(log_level level);
+FATPACK_API log_level get_log_level();
+FATPACK_API void set_log_callback(std::function<void(log_level, std::string_view line)> callback);
 
 }  // namespace fatpack
+FATPACK_END_HIDDEN

@@ -30,6 +30,11 @@ struct warm_handle::state {
   status failed;  // why nothing could be queued (no driver, no packages)
 };
 
+// ---- version --------------------------------------------------------------------------------------
+
+int version() noexcept { return FATPACK_VERSION_NUMBER; }
+const char* version_string() noexcept { return FATPACK_VERSION_STRING; }
+
 // ---- errors ----------------------------------------------------------------------------------------
 
 const char* errc_name(errc code) noexcept {
@@ -53,6 +58,8 @@ const char* errc_name(errc code) noexcept {
   }
   return "unknown";
 }
+
+exception::~exception() = default;
 
 std::string error::what() const {
   std::string s = "fatpack: " + std::string(errc_name(code)) + ": " + message;

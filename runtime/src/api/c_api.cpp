@@ -4,6 +4,7 @@
 
 #include "fatpack/fatpack.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -39,6 +40,40 @@ fatpack_status ok() {
 
 fatpack_status from(const fatpack::status& s) { return s ? ok() : fail(s.error()); }
 
+// Versioned structs (fatpack.h): `first_version` is the size of the struct's first version (when
+// fields are appended, it stays what it is now). Fills min(struct_size, sizeof(T)) bytes of `out`
+// from `value` and leaves struct_size as the caller set it.
+// check_size() first: whether out can take the struct at all.
+template <class T>
+bool check_size(const T* out, std::size_t first_version, const char* what, fatpack_status& st) {
+  if (!out) {
+    st = fail(fatpack::errc::invalid_argument, (std::string(what) + ": null pointer").c_str());
+    return false;
+  }
+  if (out->struct_size < first_version) {
+    st = fail(fatpack::errc::invalid_argument,
+              (std::string(what) + ": struct_size is " + std::to_string(out->struct_size) + ", at least " +
+               std::to_string(first_version) + " expected (initialize the struct with its *_INIT macro)")
+                  .c_str());
+    return false;
+  }
+  return true;
+}
+template <class T>
+fatpack_status fill_versioned(T* out, const T& value) {
+  const std::size_t size = out->struct_size;
+  const std::size_t n = size < sizeof(T) ? size : sizeof(T);
+  constexpr std::size_t skip = sizeof(out->struct_size);
+  std::memcpy(reinterpret_cast<unsigned char*>(out) + skip, reinterpret_cast<const unsigned char*>(&value) + skip,
+              n - skip);
+  return ok();
+}
+// The first versions (this release's structs).
+constexpr std::size_t k_device_info_v1 = sizeof(fatpack_device_info);
+constexpr std::size_t k_cache_stats_v1 = sizeof(fatpack_cache_stats);
+static_assert(offsetof(fatpack_device_info, struct_size) == 0 && offsetof(fatpack_cache_stats, struct_size) == 0,
+              "struct_size comes first");
+
 // Runs f, turning an escaping exception (bad_alloc, ...) into an error code.
 template <class F>
 fatpack_status guarded(F&& f) noexcept {
@@ -58,6 +93,9 @@ fatpack_status guarded(F&& f) noexcept {
 }  // namespace
 
 extern "C" {
+
+int fatpack_version(void) { return fatpack::version(); }
+const char* fatpack_version_string(void) { return fatpack::version_string(); }
 
 const char* fatpack_status_name(fatpack_status s) {
   switch (s) {
@@ -110,19 +148,22 @@ fatpack_status fatpack_device_count(int* count) {
 
 fatpack_status fatpack_get_device_info(int ordinal, fatpack_device_info* info) {
   return guarded([&] {
-    if (!info) return fail(fatpack::errc::invalid_argument, "fatpack_get_device_info: null pointer");
+    fatpack_status st = FATPACK_OK;
+    if (!check_size(info, k_device_info_v1, "fatpack_get_device_info", st)) return st;
     auto d = fatpack::device(ordinal);
     if (!d) return fail(d.error());
-    std::memset(info, 0, sizeof *info);
-    info->ordinal = d->ordinal;
-    info->cc_major = d->cc_major;
-    info->cc_minor = d->cc_minor;
-    info->integrated = d->integrated ? 1 : 0;
-    info->driver_version = d->driver_version;
-    std::strncpy(info->max_ptx_isa, d->max_ptx_isa.c_str(), sizeof info->max_ptx_isa - 1);
-    std::strncpy(info->name, d->name.c_str(), sizeof info->name - 1);
-    std::memcpy(info->uuid, d->uuid.data(), 16);
-    return ok();
+    fatpack_device_info v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.ordinal = d->ordinal;
+    v.cc_major = d->cc_major;
+    v.cc_minor = d->cc_minor;
+    v.integrated = d->integrated ? 1 : 0;
+    v.driver_version = d->driver_version;
+    std::strncpy(v.max_ptx_isa, d->max_ptx_isa.c_str(), sizeof v.max_ptx_isa - 1);
+    std::strncpy(v.name, d->name.c_str(), sizeof v.name - 1);
+    std::memcpy(v.uuid, d->uuid.data(), 16);
+    return fill_versioned(info, v);
   });
 }
 
@@ -253,37 +294,57 @@ extern "C" fatpack_status fatpack_warm_wait(void) {
 // ---- JIT cache ----------------------------------------------------------------------------------
 
 extern "C" fatpack_status fatpack_get_cache_stats(fatpack_cache_stats* out) {
-  if (!out) return fail(fatpack::errc::invalid_argument, "fatpack_get_cache_stats: out is NULL");
   return guarded([&] {
+    fatpack_status st = FATPACK_OK;
+    if (!check_size(out, k_cache_stats_v1, "fatpack_get_cache_stats", st)) return st;
     const fatpack::cache_statistics s = fatpack::cache_stats();
-    *out = fatpack_cache_stats{s.hits_exact, s.hits_other_driver, s.misses,   s.jits,          s.jit_ms,
-                               s.refreshes,  s.bytes_read,        s.bytes_written, s.stores,   s.evictions,
-                               s.rejected,   s.waited,            s.lock_timeouts, s.io_errors};
-    return ok();
+    const fatpack_cache_stats v{sizeof(fatpack_cache_stats), s.hits_exact, s.hits_other_driver, s.misses, s.jits,
+                                s.jit_ms, s.refreshes, s.bytes_read, s.bytes_written, s.stores, s.evictions,
+                                s.rejected, s.waited, s.lock_timeouts, s.io_errors};
+    return fill_versioned(out, v);
   });
 }
 
 namespace {
-thread_local std::string t_cache_text;
+// fatpack_cache_path()'s own storage (the mode's names are static strings), so that the path and
+// the mode can be used together, e.g. in one printf.
+thread_local std::string t_cache_path;
 }  // namespace
 
 extern "C" const char* fatpack_cache_path(void) {
   try {
-    t_cache_text = fatpack::cache_status().path;
+    t_cache_path = fatpack::cache_status().path;
   } catch (...) {
-    t_cache_text.clear();
+    t_cache_path.clear();
   }
-  return t_cache_text.c_str();
+  return t_cache_path.c_str();
 }
 
-extern "C" const char* fatpack_cache_mode(void) {
+extern "C" fatpack_cache_mode_id fatpack_cache_get_mode(void) {
   try {
-    t_cache_text = fatpack::cache_status().mode;
+    return static_cast<fatpack_cache_mode_id>(fatpack::cache_status().mode);
   } catch (...) {
-    t_cache_text = "memory-only";
+    return FATPACK_CACHE_MODE_MEMORY_ONLY;
   }
-  return t_cache_text.c_str();
 }
+
+extern "C" const char* fatpack_cache_mode_name(int mode) {
+  switch (mode) {
+    case FATPACK_CACHE_MODE_READ_WRITE:
+    case FATPACK_CACHE_MODE_READ_ONLY:
+    case FATPACK_CACHE_MODE_MEMORY_ONLY:
+    case FATPACK_CACHE_MODE_DISABLED: return fatpack::cache_mode_name(static_cast<fatpack::cache_mode>(mode));
+  }
+  return "unknown";
+}
+
+extern "C" const char* fatpack_cache_mode(void) { return fatpack_cache_mode_name(fatpack_cache_get_mode()); }
+
+static_assert(static_cast<int>(fatpack::cache_mode::read_write) == FATPACK_CACHE_MODE_READ_WRITE &&
+                  static_cast<int>(fatpack::cache_mode::read_only) == FATPACK_CACHE_MODE_READ_ONLY &&
+                  static_cast<int>(fatpack::cache_mode::memory_only) == FATPACK_CACHE_MODE_MEMORY_ONLY &&
+                  static_cast<int>(fatpack::cache_mode::disabled) == FATPACK_CACHE_MODE_DISABLED,
+              "fatpack_cache_mode_id and fatpack::cache_mode have the same numbers");
 
 extern "C" fatpack_status fatpack_add_prebuilt_cache(const char* directory) {
   if (!directory) return fail(fatpack::errc::invalid_argument, "fatpack_add_prebuilt_cache: directory is NULL");

@@ -42,6 +42,16 @@ cache_statistics cache_stats() {
   return s;
 }
 
+const char* cache_mode_name(cache_mode m) noexcept {
+  switch (m) {
+    case cache_mode::read_write: return "read-write";
+    case cache_mode::read_only: return "read-only";
+    case cache_mode::memory_only: return "memory-only";
+    case cache_mode::disabled: return "disabled";
+  }
+  return "unknown";
+}
+
 cache_info cache_status() {
   cache_info i;
   if (!detail::sass_cache_installed()) {
@@ -49,7 +59,10 @@ cache_info cache_status() {
     // any directory; the mode can still change when the cache opens at the first compile (a
     // directory that cannot be used makes it read-only or memory-only, docs/cache.md).
     const auto cfg = detail::cache::config_from_env();
-    i.mode = cfg.disabled ? "disabled" : cfg.path.empty() ? "memory-only" : cfg.read_only ? "read-only" : "read-write";
+    i.mode = cfg.disabled ? cache_mode::disabled
+             : cfg.path.empty() ? cache_mode::memory_only
+             : cfg.read_only    ? cache_mode::read_only
+                                : cache_mode::read_write;
     if (!cfg.disabled) {
       i.path = cfg.path;
       i.prebuilt = cfg.prebuilt;
@@ -58,7 +71,7 @@ cache_info cache_status() {
   }
   auto d = detail::active_disk_cache();
   if (!d) {
-    i.mode = "disabled";
+    i.mode = cache_mode::disabled;
     return i;
   }
   i.path = d->user_path();

@@ -35,13 +35,22 @@ std::string indent_log(const std::string& log) {
 
 }  // namespace
 
+const char* verdict_name(verdict v) noexcept {
+  switch (v) {
+    case verdict::chosen: return "chosen";
+    case verdict::usable: return "usable";
+    case verdict::rejected: return "rejected";
+  }
+  return "unknown";
+}
+
 std::string load_report::trace() const {
   std::string s = "module '" + module + "' (package '" + package + "') on device " + std::to_string(device) + " (" +
                    (device_name.empty() ? "unnamed" : device_name) + ", CC " + std::to_string(arch / 10) + "." +
                    std::to_string(arch % 10) + "): driver CUDA " + core::cuda_version_str(driver_version) +
                    ", PTX ISA <= " + (max_ptx_isa.empty() ? "?" : max_ptx_isa) + ", policy " + policy_name(policy) + "\n";
   for (const auto& c : candidates)
-    s += "  candidate entry " + std::to_string(c.entry) + " " + c.target + ": " + c.verdict + ": " + c.reason + "\n";
+    s += "  candidate entry " + std::to_string(c.entry) + " " + c.target + ": " + verdict_name(c.verdict) + ": " + c.reason + "\n";
   for (const auto& a : attempts) {
     s += "  try entry " + std::to_string(a.entry) + " " + a.target + ": ";
     if (a.ok) {
@@ -61,7 +70,7 @@ std::string load_report::trace() const {
     s += "  loaded entry " + std::to_string(entry) + " " + target +
          (jit ? (jit_reused ? " (JIT from PTX, SASS reused)" : " (JIT from PTX)") : " (SASS)") + ": " + reason + " " +
          phases;
-  } else if (attempts.empty() && !candidates.empty() && candidates.front().verdict != "rejected") {
+  } else if (attempts.empty() && !candidates.empty() && candidates.front().verdict != verdict::rejected) {
     s += "  planned entry " + std::to_string(candidates.front().entry) + " " + candidates.front().target + ": " +
          candidates.front().reason;
   } else if (attempts.empty()) {

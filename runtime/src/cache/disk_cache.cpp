@@ -37,7 +37,7 @@ std::shared_ptr<disk_cache> disk_cache::create(const config& cfg) {
     c->user_writable_ = rw;
   }
   log_line(log_level::debug, "JIT cache: " + (cfg.path.empty() ? std::string("(no directory)") : cfg.path) + " " +
-                                 c->mode() + (cfg.prebuilt.empty() ? "" : ", " + std::to_string(c->prebuilt_.size()) + " prebuilt layer(s)"));
+                                 cache_mode_name(c->mode()) + (cfg.prebuilt.empty() ? "" : ", " + std::to_string(c->prebuilt_.size()) + " prebuilt layer(s)"));
   return c;
 }
 
@@ -80,10 +80,10 @@ std::string disk_cache::user_path() const {
   return user_ ? user_->root() : std::string();
 }
 
-const char* disk_cache::mode() const {
+cache_mode disk_cache::mode() const {
   std::lock_guard<std::mutex> g(mu_);
-  if (!user_) return "memory-only";
-  return user_writable_.load() ? "read-write" : "read-only";
+  if (!user_) return cache_mode::memory_only;
+  return user_writable_.load() ? cache_mode::read_write : cache_mode::read_only;
 }
 
 std::vector<std::string> disk_cache::prebuilt_paths() const {

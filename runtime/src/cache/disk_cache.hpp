@@ -13,6 +13,7 @@
 #include "cache/sass_cache.hpp"
 
 #include "fatpack/error.hpp"
+#include "fatpack/fatpack.hpp"
 
 #include <atomic>
 #include <memory>
@@ -39,7 +40,7 @@ class disk_cache final : public sass_cache {
 
   status add_prebuilt(const std::string& dir);
   std::string user_path() const;               // the per-user cache root ("" when none)
-  const char* mode() const;                    // "read-write", "read-only", "memory-only"
+  cache_mode mode() const;                     // read_write, read_only, memory_only (never disabled)
   std::vector<std::string> prebuilt_paths() const;
 
  private:

@@ -29,6 +29,14 @@ core::policy to_core(policy p) {
   }
 }
 
+fatpack::verdict to_public(core::verdict v) {
+  switch (v) {
+    case core::verdict::chosen: return fatpack::verdict::chosen;
+    case core::verdict::usable: return fatpack::verdict::usable;
+    default: return fatpack::verdict::rejected;
+  }
+}
+
 module_selection select_entries(const module_entries& me, std::uint32_t arch, bool tegra, int driver_version,
                                 policy p) {
   module_selection out;
@@ -46,7 +54,7 @@ module_selection select_entries(const module_entries& me, std::uint32_t arch, bo
   if (out.sel.chosen) out.sel.chosen = me.entries.at(*out.sel.chosen);
   out.ms = sw.ms();
   for (const auto& c : out.sel.candidates)
-    out.candidates.push_back(candidate_info{c.entry, describe_target(es[c.entry]), core::verdict_name(c.verdict), c.reason});
+    out.candidates.push_back(candidate_info{c.entry, describe_target(es[c.entry]), to_public(c.verdict), c.reason});
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The registry (see registry.hpp for the policy).
 #include "registry/registry.hpp"
 
+#include "fatpack/export.h"
+
 #include "platform/log.hpp"
 #include "platform/os.hpp"
 
@@ -19,7 +21,9 @@ extern const fatpack::core::registry_record __start_fatpack_registry[] __attribu
 extern const fatpack::core::registry_record __stop_fatpack_registry[] __attribute__((weak, visibility("hidden")));
 }
 
-extern "C" void fatpack_register_embedded(const void* record) {
+// Default visibility (FATPACK_API): a program exports it to the shared libraries that register their
+// embedded packages with the program's runtime.
+extern "C" FATPACK_API void fatpack_register_embedded(const void* record) {
   fatpack::detail::registry::instance().add_record(static_cast<const fatpack::core::registry_record*>(record));
 }
 
