@@ -201,6 +201,28 @@ TEST_CASE("parse_cubin rejects damaged ELF with errors naming source and field")
       CHECK_FALSE(r.has_value());
     }
   }
+  SUBCASE(".nv.compat as SHT_NOBITS has no bytes in the file: never read") {
+    // Before: a section named .nv.compat was read whatever its type, and SHT_NOBITS sections skip
+    // the range check (they occupy no file bytes), so its sh_offset/sh_size were read unchecked.
+    bytes b = art("vadd.sm_90a.cubin");
+    const std::uint64_t shoff = rd64(b, 40);
+    const std::uint16_t shnum = std::uint16_t(b[60] | (b[61] << 8)), shstrndx = std::uint16_t(b[62] | (b[63] << 8));
+    const std::uint64_t strtab = rd64(b, std::size_t(shoff + shstrndx * 64 + 24));
+    bool patched = false;
+    for (std::uint16_t i = 1; i < shnum; ++i) {
+      const std::size_t sh = std::size_t(shoff + i * 64u);
+      const std::uint32_t name = std::uint32_t(rd64(b, sh) & 0xffffffffu);
+      if (std::strcmp(reinterpret_cast<const char*>(b.data() + strtab + name), ".nv.compat") != 0) continue;
+      b[sh + 4] = 8;  // sh_type = SHT_NOBITS
+      b[sh + 5] = b[sh + 6] = b[sh + 7] = 0;
+      for (int k = 0; k < 8; ++k) b[sh + 24 + k] = k == 5 ? 0x10 : 0;  // sh_offset = 1 TiB
+      patched = true;
+    }
+    REQUIRE(patched);
+    auto r = parse_cubin(byte_span(b), "nobits");
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    CHECK(r->target.arch == 90);
+  }
   SUBCASE("corrupting header and section table bytes never crashes") {
     const bytes full = art("inputs/vadd.sm_100f.cubin");
     const std::size_t shoff = std::size_t(rd64(full, 40));

@@ -9,7 +9,8 @@
 // the module's entries in the registered packages are ranked by the same pure selector as
 // `fatpack plan`, the best one is decompressed (only that one) and loaded with cuModuleLoadDataEx into
 // the device's primary context; if the driver refuses it, the next candidate is tried. PTX is compiled
-// to SASS through the driver's JIT (cuLink) on a thread pool, once per process.
+// to SASS through the driver's JIT (cuLink) once per process: on the loading thread when a load needs
+// it (other threads loading the same module wait for that compile), on a thread pool for warm().
 //
 // Thread safety: every function here may be called from any thread. Loading the same module on the
 // same device from many threads compiles and loads it once; all callers share the loaded module.

@@ -1,11 +1,17 @@
 // The cache's file-system seam (docs/design.md §7): every OS call the cache makes outside Boost's mapping
 // and file_lock goes through `fs`. Production uses the POSIX implementation (fs_posix.cpp); tests
 // wrap it to inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any call, and to pretend
-// a directory is on NFS or the process is setuid. A Windows port replaces fs_posix.cpp.
+// a directory is on NFS or the process is setuid. A port replaces fs_posix.cpp (and checks the two
+// Boost uses below).
 //
-// Conventions: calls return 0 or an errno value (never throw); paths are absolute; every open is
-// O_CLOEXEC | O_NOFOLLOW, so a lock descriptor never leaks into a child the JIT may spawn and a
-// symlink planted in the cache is never followed.
+// Conventions: calls return 0 or an errno value (never throw); paths are absolute; every open through
+// this seam is O_CLOEXEC | O_NOFOLLOW, so its descriptors never leak into a child the JIT may spawn
+// and a symlink planted in the cache is never followed. Two opens do not go through it, and have
+// neither flag: Boost's file_mapping of the index (its descriptor is closed as soon as the mapping
+// exists, index.cpp) and Boost's file_lock on index.lock / evict.lock (kept open for the process's
+// life, locks.cpp; a child inherits the descriptor across exec, but fcntl locks belong to a process,
+// so it can neither hold nor drop ours through it). Both files are first created through this seam,
+// inside the 0700 directory only the user can write.
 #pragma once
 
 #include <cstddef>

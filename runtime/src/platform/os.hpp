@@ -1,6 +1,8 @@
-// The runtime's operating-system seam (docs/design.md §7): loading a shared library and mapping a file
-// read-only. Everything else in runtime/ is portable C++; a Windows or macOS port replaces
-// os_posix.cpp and nothing else.
+// The runtime's operating-system seam outside the cache (docs/design.md §7): loading a shared
+// library, mapping a file read-only, the environment, the process id, the platform. A Windows or
+// macOS port replaces os_posix.cpp here, and the cache's own seam (cache/fs.hpp, fs_posix.cpp and the
+// Boost mapping and file lock it lists); the rest of runtime/ is portable C++ (POSIX threads through
+// <thread> aside, and the fork() handling in core's thread pool).
 #pragma once
 
 #include <cstddef>
