@@ -30,6 +30,7 @@
 #include "fatpack/core/input.hpp"
 #include "fatpack/core/hex.hpp"
 #include "fatpack/core/le_bytes.hpp"
+#include "inputs/inputs_internal.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -43,8 +44,7 @@ using le::get16;
 using le::get32;
 using le::get64;
 
-// True when [off, off+len) lies inside [0, size), without overflow.
-bool in_range(std::uint64_t off, std::uint64_t len, std::uint64_t size) { return off <= size && len <= size - off; }
+using detail::in_range;
 
 constexpr std::uint16_t em_cuda = 190;
 constexpr std::uint32_t sht_symtab = 2, sht_strtab = 3, sht_note = 7, sht_nobits = 8;
@@ -72,21 +72,6 @@ bool c_string(byte_span table, std::uint64_t off, std::string_view* out) {
   return true;
 }
 
-// "Cuda compilation tools, release 13.0, V13.0.88" -> 13000; 0 if not found.
-std::uint32_t release_version(std::string_view s) {
-  const auto at = s.find("release ");
-  if (at == std::string_view::npos) return 0;
-  std::size_t i = at + 8;
-  std::uint32_t major = 0, minor = 0;
-  std::size_t digits = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 3) major = major * 10 + std::uint32_t(s[i++] - '0'), ++digits;
-  if (digits == 0 || i >= s.size() || s[i] != '.') return 0;
-  ++i;
-  digits = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 2) minor = minor * 10 + std::uint32_t(s[i++] - '0'), ++digits;
-  if (digits == 0 || minor > 9) return 0;
-  return major * 1000 + minor * 10;
-}
 
 // Finds "-arch sm_100f" / "-arch=sm_100f" / "--gpu-name sm_100f" in a tool command line. Returns
 // true and the variant when it names sm_<sm>; ignores other SMs (an nvlink line could in principle
@@ -290,7 +275,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
           if (!c_string(strings, get32(d + desc_at + 12), &tool_version) ||
               !c_string(strings, get32(d + desc_at + 20), &tool_options))
             return fail(errc::malformed, where + ": note at +" + hex(k) + ": a string offset lies outside the note");
-          if (info.toolkit_version == 0) info.toolkit_version = release_version(tool_version);
+          if (info.toolkit_version == 0) info.toolkit_version = detail::release_version(tool_version);
           if (!tk_variant_found) tk_variant_found = arch_from_options(tool_options, sm, &tk_variant);
         }
         const std::uint64_t next = desc_at + ((descsz + 3) & ~std::uint64_t(3));

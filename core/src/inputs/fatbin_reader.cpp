@@ -50,7 +50,7 @@ using le::get16;
 using le::get32;
 using le::get64;
 
-bool in_range(std::uint64_t off, std::uint64_t len, std::uint64_t size) { return off <= size && len <= size - off; }
+using detail::in_range;
 
 // Container and entry header layout (the writer in fatbin_writer.cpp uses the same numbers).
 constexpr std::uint32_t container_magic = 0xBA55ED50u;

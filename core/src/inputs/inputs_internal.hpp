@@ -5,6 +5,8 @@
 #include "fatpack/core/error.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <string_view>
 
 namespace fatpack::core::detail {
 
@@ -12,6 +14,11 @@ namespace fatpack::core::detail {
 std::size_t ptx_text_size(byte_span bytes);
 // True when the bytes are PTX text: `.version` first (after whitespace and comments), then `.target` (ptx.cpp).
 bool is_ptx_text(byte_span bytes);
+// "Cuda compilation tools, release 13.0, V13.0.88" -> 13000; 0 if not found (ptx.cpp; the PTX
+// header comment and the cubin's tkinfo note both carry it).
+std::uint32_t release_version(std::string_view s);
+// True when [off, off+len) lies inside [0, size), without overflow.
+inline bool in_range(std::uint64_t off, std::uint64_t len, std::uint64_t size) { return off <= size && len <= size - off; }
 // True when the bytes are a well-formed fatbin whose entries are all LTO-IR (fatbin_reader.cpp).
 bool fatbin_is_ltoir_only(byte_span bytes);
 

@@ -21,21 +21,6 @@ bool word_char(char c) {
          c == '%' || c == '.';
 }
 
-// "Cuda compilation tools, release 13.0, V13.0.88" -> 13000; 0 if not found.
-std::uint32_t release_version(std::string_view s) {
-  const auto at = s.find("release ");
-  if (at == std::string_view::npos) return 0;
-  std::size_t i = at + 8;
-  std::uint32_t major = 0, minor = 0;
-  std::size_t digits = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 3) major = major * 10 + std::uint32_t(s[i++] - '0'), ++digits;
-  if (digits == 0 || i >= s.size() || s[i] != '.') return 0;
-  ++i;
-  digits = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 2) minor = minor * 10 + std::uint32_t(s[i++] - '0'), ++digits;
-  if (digits == 0 || minor > 9) return 0;
-  return major * 1000 + minor * 10;
-}
 
 struct token {
   enum kind_t { end, word, punct, bad } kind = end;
@@ -173,7 +158,7 @@ result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
   bool have_version = false, have_target = false;
   auto on_comment = [&](std::string_view c) {
     if (info.toolkit_version == 0 && c.find("Cuda compilation tools") != std::string_view::npos)
-      info.toolkit_version = release_version(c);
+      info.toolkit_version = detail::release_version(c);
   };
   lexer lex(std::string_view(reinterpret_cast<const char*>(bytes.data), n));
   token t = lex.next(on_comment);
@@ -230,5 +215,25 @@ result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
   if (!have_target) return fail(errc::malformed, "no .target directive");
   return info;
 }
+
+namespace detail {
+
+// "Cuda compilation tools, release 13.0, V13.0.88" -> 13000; 0 if not found.
+std::uint32_t release_version(std::string_view s) {
+  const auto at = s.find("release ");
+  if (at == std::string_view::npos) return 0;
+  std::size_t i = at + 8;
+  std::uint32_t major = 0, minor = 0;
+  std::size_t digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 3) major = major * 10 + std::uint32_t(s[i++] - '0'), ++digits;
+  if (digits == 0 || i >= s.size() || s[i] != '.') return 0;
+  ++i;
+  digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 2) minor = minor * 10 + std::uint32_t(s[i++] - '0'), ++digits;
+  if (digits == 0 || minor > 9) return 0;
+  return major * 1000 + minor * 10;
+}
+
+}  // namespace detail
 
 }  // namespace fatpack::core
