@@ -117,6 +117,8 @@ namespace {
 std::atomic<int> g_backend{-1};  // -1: not set through the API (FATPACK_JIT_BACKEND decides)
 }  // namespace
 
+void set_jit_backend_override(jit_backend b) { g_backend.store(static_cast<int>(b)); }
+
 jit_backend jit_backend_in_use() {
   int b = g_backend.load();
   if (b >= 0) return static_cast<jit_backend>(b);
@@ -514,9 +516,3 @@ result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
 }
 
 }  // namespace fatpack::detail
-
-namespace fatpack {
-
-void set_jit_backend(jit_backend b) { detail::g_backend.store(static_cast<int>(b)); }
-
-}  // namespace fatpack

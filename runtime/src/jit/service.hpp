@@ -158,6 +158,8 @@ std::shared_ptr<sass_cache> get_sass_cache();
 jit_key make_jit_key(const jit_request& req);
 // FATPACK_JIT_BACKEND / set_jit_backend.
 jit_backend jit_backend_in_use();
+// fatpack::set_jit_backend (api/settings_api.cpp): wins over FATPACK_JIT_BACKEND from then on.
+void set_jit_backend_override(jit_backend b);
 // True once the task has finished (successfully or not).
 bool jit_task_done(const std::shared_ptr<jit_task>& task);
 

@@ -68,16 +68,12 @@ void log_line(log_level level, std::string_view text) {
   }
 }
 
-}  // namespace fatpack::detail
-
-namespace fatpack {
-
-void set_log_level(log_level level) { detail::state().level.store(static_cast<int>(level)); }
-log_level get_log_level() { return static_cast<log_level>(detail::state().level.load()); }
-void set_log_callback(std::function<void(log_level, std::string_view)> callback) {
-  auto& s = detail::state();
+void set_log_threshold(log_level level) { state().level.store(static_cast<int>(level)); }
+log_level log_threshold() { return static_cast<log_level>(state().level.load()); }
+void set_log_sink(std::function<void(log_level, std::string_view)> callback) {
+  auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.callback = std::move(callback);
 }
 
-}  // namespace fatpack
+}  // namespace fatpack::detail

@@ -5,6 +5,7 @@
 
 #include "fatpack/fatpack.hpp"
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,9 @@ bool log_enabled(log_level level);
 // Emits one or more lines (split at '\n'), each prefixed.
 void log_line(log_level level, std::string_view text);
 const char* log_level_name(log_level level);
+// What fatpack::set_log_level / get_log_level / set_log_callback (api/settings_api.cpp) set and read.
+void set_log_threshold(log_level level);
+log_level log_threshold();
+void set_log_sink(std::function<void(log_level, std::string_view)> callback);
 
 }  // namespace fatpack::detail

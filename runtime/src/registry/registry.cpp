@@ -1,12 +1,11 @@
 // The registry (see registry.hpp for the policy).
 #include "registry/registry.hpp"
 
-#include "fatpack/export.h"
-
 #include "platform/log.hpp"
 #include "platform/os.hpp"
 
 #include "fatpack/core/input.hpp"
+#include "fatpack/export.h"
 #include "fatpack/core/hex.hpp"
 #include "fatpack/core/package_writer.hpp"
 
@@ -22,7 +21,9 @@ extern const fatpack::core::registry_record __stop_fatpack_registry[] __attribut
 }
 
 // Default visibility (FATPACK_API): a program exports it to the shared libraries that register their
-// embedded packages with the program's runtime.
+// embedded packages with the program's runtime. The one public entry point defined outside api/: it
+// must sit in an object every program that uses the runtime links (this one), or an executable that
+// never calls it itself would not export it (the linker pulls an archive member only when needed).
 extern "C" FATPACK_API void fatpack_register_embedded(const void* record) {
   fatpack::detail::registry::instance().add_record(static_cast<const fatpack::core::registry_record*>(record));
 }

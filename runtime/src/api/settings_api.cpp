@@ -1,0 +1,17 @@
+// The public API's process-wide settings (fatpack.hpp): the JIT back end and logging.
+#include "jit/service.hpp"
+#include "platform/log.hpp"
+
+#include "fatpack/fatpack.hpp"
+
+namespace fatpack {
+
+void set_jit_backend(jit_backend b) { detail::set_jit_backend_override(b); }
+
+void set_log_level(log_level level) { detail::set_log_threshold(level); }
+log_level get_log_level() { return detail::log_threshold(); }
+void set_log_callback(std::function<void(log_level, std::string_view)> callback) {
+  detail::set_log_sink(std::move(callback));
+}
+
+}  // namespace fatpack
