@@ -145,7 +145,9 @@ command_runner add_warm_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "warm",
       "JIT-compile every module that needs PTX on the GPUs present (or on --target GPUs) into a cache directory, "
-      "ahead of time (installers, container images)");
+      "ahead of time (installers, container images). Selection and key are the runtime's: the policy from "
+      "FATPACK_FORCE_PTX_JIT / CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT, Tegra rules for Tegra CCs (sm_87, sm_110), "
+      "the JIT path from FATPACK_JIT_BACKEND");
   add_cache_path_option(*cmd, args->path);
   cmd->add_option("--target", args->targets,
                   "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120 (the driver's cross-target "
