@@ -743,6 +743,35 @@ TEST_CASE("warm: PTX compiled for targets that are not present (CU_JIT_TARGET), 
   CHECK(parse_warm_target("sm_90a").value() == 90);
 }
 
+TEST_CASE("a hit never rebuilds a missing index on the loading thread; the next store does") {
+  // Rebuilding scans every entry of the directory. Before: the first read of a process whose
+  // directory had lost its index did that scan inline, on the thread that was loading a module.
+  const std::string root = fresh("no-rebuild-on-read");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  std::vector<full_key> keys;
+  {
+    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+    for (int i = 0; i < 5; ++i) {
+      keys.push_back(make_full_key(key_for(300 + i)));
+      REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+    }
+  }
+  const std::string index_path = root + "/v1/index.v1";
+  REQUIRE(::unlink(index_path.c_str()) == 0);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  for (const auto& k : keys) CHECK(d->read_exact(k, 90).has_value());
+  std::string from;
+  CHECK(d->read_other_driver(make_full_key(key_for(300, 90, 13010)), 90, from).has_value());
+  struct stat st{};
+  CHECK(::stat(index_path.c_str(), &st) != 0);  // no index was built by the reads
+  REQUIRE(d->write(make_full_key(key_for(399)), fatpack::core::byte_span(cubin90()), why) == 0);
+  REQUIRE(::stat(index_path.c_str(), &st) == 0);  // the store rebuilt it, with every entry
+  auto idx = d->index();
+  REQUIRE(idx);
+  CHECK(idx->live() == 6);
+}
+
 TEST_CASE("checking a directory again does not drop this process's lock on index.lock") {
   // fcntl locks belong to the process and any close of the file drops them. Before: every
   // prepare_user_dir (each cache opened on the directory) opened and closed index.lock, so a lock

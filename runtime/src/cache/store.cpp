@@ -103,7 +103,7 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_exact(const full_key& k
   read_status s = read_entry(path, want, cubin, h, drv, problem);
   if (s == read_status::ok) {
     if (writable_) {
-      if (auto idx = index()) {
+      if (auto idx = index(/*may_rebuild=*/false)) {
         if (idx->find(k.code.hash, k.driver.hash, nullptr))
           idx->touch(k.code.hash, k.driver.hash, now_seconds());
         else
@@ -124,7 +124,7 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full
                                                                       std::string& from) {
   // Candidates: the index's slots for this code key, else the names in its fan-out directory.
   std::vector<index_slot> cands;
-  if (auto idx = index()) {
+  if (auto idx = index(/*may_rebuild=*/false)) {
     cands = idx->find_code(k.code.hash);
   } else {
     std::vector<std::string> names;
@@ -146,7 +146,7 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full
     read_status s = read_entry(path, want, cubin, h, from, problem);
     if (s == read_status::ok) {
       if (writable_)
-        if (auto idx = index()) idx->touch(c.code, c.driver, now_seconds());
+        if (auto idx = index(/*may_rebuild=*/false)) idx->touch(c.code, c.driver, now_seconds());
       return cubin;
     }
     if (s == read_status::invalid) {
@@ -264,7 +264,7 @@ std::shared_ptr<dir_lock> cache_dir::lock_file(std::shared_ptr<dir_lock>& slot, 
 std::shared_ptr<dir_lock> cache_dir::index_lock() { return lock_file(index_lock_, "index.lock"); }
 std::shared_ptr<dir_lock> cache_dir::evict_lock() { return lock_file(evict_lock_, "evict.lock"); }
 
-std::shared_ptr<index_file> cache_dir::index() {
+std::shared_ptr<index_file> cache_dir::index(bool may_rebuild) {
   {
     std::lock_guard<std::mutex> g(mu_);
     if (index_ && !index_->retired()) return index_;
@@ -277,7 +277,7 @@ std::shared_ptr<index_file> cache_dir::index() {
     }
     index_problem_ = why;
     index_.reset();
-    if (!writable_ || rebuild_failed_) return nullptr;
+    if (!writable_ || rebuild_failed_ || !may_rebuild) return nullptr;
   }
   std::string why;
   if (!rebuild_index(why)) {

@@ -70,8 +70,10 @@ class cache_dir {
   void quarantine(const full_key& k, std::uint32_t target_arch);
 
   // The current index mapping (remapped when another process replaced the file; rebuilt when a
-  // writable directory has none or a damaged one). May be null (read-only, no usable index).
-  std::shared_ptr<index_file> index();
+  // writable directory has none or a damaged one, unless `may_rebuild` is false: the read paths,
+  // which run on the loading thread, never rebuild, a scan of every entry; the next store, on the
+  // store queue, does). May be null (read-only, no usable index).
+  std::shared_ptr<index_file> index(bool may_rebuild = true);
   // Rebuilds the index from the entry files (header checks only). Takes the index lock; unless
   // `force`, a valid index (another process rebuilt it meanwhile) with enough capacity is kept.
   bool rebuild_index(std::string& why, std::uint32_t min_capacity = 0, bool force = false);
