@@ -261,7 +261,7 @@ TEST_CASE("JIT failure: an error value with the JIT log; not remembered") {
     CHECK(m.error().code == fatpack::errc::jit_failed);
     CHECK(m.error().cuda_status == 218);  // CUDA_ERROR_INVALID_PTX
     CHECK(m.error().log.find("FAKECUDA_FAIL_JIT") != std::string::npos);
-    CHECK(m.error().what().find("FAKECUDA_FAIL_JIT") != std::string::npos);
+    CHECK(std::string(m.error().what()).find("FAKECUDA_FAIL_JIT") != std::string::npos);
     CHECK_THROWS_AS(fatpack::load_module("failjit_vadd").value(), fatpack::exception);
   }
   auto ok = fatpack::load_module("failjit_vadd");

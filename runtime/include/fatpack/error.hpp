@@ -9,6 +9,7 @@
 // This header includes no CUDA header: the CUDA status is a plain int (a CUresult value).
 #pragma once
 
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -45,8 +46,29 @@ struct error {
   std::string message;   // one paragraph, names what failed and where
   std::string log;       // JIT info/error log, may be empty
 
-  // message, then the log indented when there is one.
-  std::string what() const;
+  error() = default;
+  error(errc c, int status, std::string msg = {}, std::string jit_log = {})
+      : code(c), cuda_status(status), message(std::move(msg)), log(std::move(jit_log)) {}
+
+  // "fatpack: <code>: <message>", then the log indented when there is one; like
+  // std::exception::what(), a NUL-terminated string (printf("%s", e.what()) is fine). The text is
+  // composed into the error on demand; several threads may call what() on one const error at once.
+  // The pointer stays valid until the error is changed (code, message or log) or destroyed.
+  const char* what() const;
+
+ private:
+  // The composed text and what it was composed from; copies start empty.
+  class what_cache {
+   public:
+    what_cache() = default;
+    what_cache(const what_cache&) {}
+    what_cache& operator=(const what_cache&) { return *this; }
+    std::mutex mu;
+    bool valid = false;
+    errc code = errc::ok;
+    std::string message, log, text;
+  };
+  mutable what_cache what_;
 };
 
 class exception : public std::runtime_error {

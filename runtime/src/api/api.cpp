@@ -54,7 +54,10 @@ const char* errc_name(errc code) noexcept {
   return "unknown";
 }
 
-std::string error::what() const {
+const char* error::what() const {
+  std::lock_guard<std::mutex> lock(what_.mu);
+  if (what_.valid && what_.code == code && what_.message == message && what_.log == log)
+    return what_.text.c_str();
   std::string s = "fatpack: " + std::string(errc_name(code)) + ": " + message;
   if (!log.empty()) {
     s += "\nlog:";
@@ -66,7 +69,12 @@ std::string error::what() const {
       pos = nl + 1;
     }
   }
-  return s;
+  what_.text = std::move(s);
+  what_.code = code;
+  what_.message = message;
+  what_.log = log;
+  what_.valid = true;
+  return what_.text.c_str();
 }
 
 // ---- driver and devices -------------------------------------------------------------------------
