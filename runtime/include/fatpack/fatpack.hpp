@@ -19,6 +19,7 @@
 #pragma once
 
 #include "fatpack/error.hpp"
+#include "fatpack/policy.hpp"
 
 #include <array>
 #include <cstddef>
@@ -43,8 +44,7 @@ using cu_context = ::CUctx_st*;    // CUcontext
 // Which entries may be used (design.md §2). The process default comes from set_policy() and the
 // environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
 // sass_only. A policy given in load_options wins over both.
-enum class policy { prefer_sass, force_ptx, sass_only };
-const char* policy_name(policy p) noexcept;  // "prefer_sass", "force_ptx", "sass_only"
+// fatpack::policy and policy_name() are in fatpack/policy.hpp (shared with core's selector).
 
 enum class log_level { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
 
