@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ostream>  // doctest prints std::error_code through operator<<
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -79,4 +80,31 @@ TEST_CASE("error::what(): several threads read one const error") {
   }
   CHECK(seen[0].rfind("fatpack: jit_failed: module 'vadd': PTX JIT failed\nlog:\n  line 0\n  line 1\n", 0) == 0);
   CHECK(seen[0].find("\n  line 199") != std::string::npos);
+}
+
+TEST_CASE("errc is a std::error_code enum of the fatpack category") {
+  static_assert(std::is_error_code_enum<fatpack::errc>::value);
+  const std::error_code ec = fatpack::errc::jit_failed;
+  CHECK(ec.category() == fatpack::error_category());
+  CHECK(std::string(fatpack::error_category().name()) == "fatpack");
+  CHECK(ec.value() == 11);
+  CHECK(ec.message() == "jit_failed");
+  CHECK(ec == fatpack::errc::jit_failed);
+  CHECK(ec != fatpack::errc::load_failed);
+  CHECK(ec != std::make_error_code(std::errc::io_error));
+  CHECK(fatpack::make_error_code(fatpack::errc::io).message() == "io");
+  CHECK_FALSE(fatpack::make_error_code(fatpack::errc::ok));  // ok is "no error"
+  CHECK(fatpack::make_error_code(fatpack::errc::ok).message() == "ok");
+
+  const fatpack::error e{fatpack::errc::bad_package, 0, "a.fpk: checksum mismatch"};
+  CHECK(e.code_as_std() == fatpack::errc::bad_package);
+  CHECK(e.code_as_std() == fatpack::make_error_code(fatpack::errc::bad_package));
+  CHECK(e.code_as_std().message() == "bad_package");
+}
+
+TEST_CASE("error::reason: shown after the code in what()") {
+  fatpack::error e{fatpack::errc::bad_package, 0, "a.fpk: entry 0 runs past the end"};
+  CHECK(printed(e.what()) == "fatpack: bad_package: a.fpk: entry 0 runs past the end");
+  e.reason = "truncated";
+  CHECK(printed(e.what()) == "fatpack: bad_package (truncated): a.fpk: entry 0 runs past the end");
 }

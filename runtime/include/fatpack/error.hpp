@@ -12,6 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <variant>
 
@@ -40,11 +41,22 @@ enum class errc : int {
 // "no_driver", "jit_failed", ...
 const char* errc_name(errc code) noexcept;
 
+// errc as a std::error_code: category name "fatpack", message(int) is errc_name() ("jit_failed"),
+// so `std::error_code ec = fatpack::errc::io;` and `ec == fatpack::errc::io` work.
+const std::error_category& error_category() noexcept;
+inline std::error_code make_error_code(errc code) noexcept {
+  return std::error_code(static_cast<int>(code), error_category());
+}
+
 struct error {
   errc code = errc::ok;
   int cuda_status = 0;   // the CUresult that caused it, 0 when none
   std::string message;   // one paragraph, names what failed and where
   std::string log;       // JIT info/error log, may be empty
+  // bad_package/io from a package or image: what was wrong, as core's reader names it ("truncated",
+  // "bad_magic", "unsupported_version", "malformed", "checksum", "codec", "unknown_kind",
+  // "unsupported", "io"); empty when there is no finer reason. what() shows it after the code.
+  std::string reason;
 
   error() = default;
   error(errc c, int status, std::string msg = {}, std::string jit_log = {})
@@ -56,6 +68,9 @@ struct error {
   // The pointer stays valid until the error is changed (code, message or log) or destroyed.
   const char* what() const;
 
+  // The code as a std::error_code of error_category() (errc::ok gives a false error_code).
+  std::error_code code_as_std() const noexcept { return make_error_code(code); }
+
  private:
   // The composed text and what it was composed from; copies start empty.
   class what_cache {
@@ -66,7 +81,7 @@ struct error {
     std::mutex mu;
     bool valid = false;
     errc code = errc::ok;
-    std::string message, log, text;
+    std::string message, log, reason, text;
   };
   mutable what_cache what_;
 };
@@ -128,3 +143,8 @@ class [[nodiscard]] status {
 };
 
 }  // namespace fatpack
+
+namespace std {
+template <>
+struct is_error_code_enum<fatpack::errc> : true_type {};
+}  // namespace std

@@ -54,11 +54,28 @@ const char* errc_name(errc code) noexcept {
   return "unknown";
 }
 
+namespace {
+
+class fatpack_category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "fatpack"; }
+  std::string message(int value) const override { return errc_name(static_cast<errc>(value)); }
+};
+
+}  // namespace
+
+const std::error_category& error_category() noexcept {
+  static const fatpack_category category;
+  return category;
+}
+
 const char* error::what() const {
   std::lock_guard<std::mutex> lock(what_.mu);
-  if (what_.valid && what_.code == code && what_.message == message && what_.log == log)
+  if (what_.valid && what_.code == code && what_.message == message && what_.log == log &&
+      what_.reason == reason)
     return what_.text.c_str();
-  std::string s = "fatpack: " + std::string(errc_name(code)) + ": " + message;
+  std::string s = "fatpack: " + std::string(errc_name(code)) + (reason.empty() ? "" : " (" + reason + ")") +
+                  ": " + message;
   if (!log.empty()) {
     s += "\nlog:";
     std::size_t pos = 0;
@@ -73,6 +90,7 @@ const char* error::what() const {
   what_.code = code;
   what_.message = message;
   what_.log = log;
+  what_.reason = reason;
   what_.valid = true;
   return what_.text.c_str();
 }
