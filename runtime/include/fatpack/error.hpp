@@ -1,10 +1,12 @@
 // fatpack runtime errors: errors as values, plus a throwing convenience layer.
 //
 // Policy: no runtime function throws on a failure it can describe. Each returns result<T> or
-// status holding an `error` {code, CUDA status, message, log}. The message names what failed and
-// where ("module 'vadd' of package 'app' on device 0 (NVIDIA H200, CC 9.0): ..."); `log` carries a
-// JIT info/error log when there is one. The throwing layer is `value()` on a failed result (and
-// status::throw_if_error()), which throws fatpack::exception holding the same error.
+// status holding an `error` {code, CUDA status, message, log, reason}. The message names what
+// failed and where ("module 'vadd' of package 'app' on device 0 (NVIDIA H200, CC 9.0): ..."); `log`
+// carries a JIT info/error log when there is one; `reason` the finer cause of a malformed package.
+// The codes are also std::error_codes (error_category()). The throwing layer is `value()` on a
+// failed result (and status::throw_if_error()), which throws fatpack::exception holding the same
+// error.
 //
 // This header includes no CUDA header: the CUDA status is a plain int (a CUresult value).
 #pragma once
