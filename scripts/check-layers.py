@@ -9,7 +9,8 @@ cannot reach a higher layer by spelling the path differently. Exit status 1 list
 
 Rules beyond the order:
   - packager/ (the CLI) never includes runtime/src: it reaches the cache through runtime/admin.
-  - core/ includes nothing of runtime/ or packager/.
+  - core/ includes nothing of runtime/ or packager/, except the dependency-free public headers in
+    SHARED_PUBLIC (fatpack/policy.hpp: the policy enum the API and the selector share).
   - public headers (runtime/include, core/include) include no CUDA, Boost or LZ4 header.
 """
 import os
@@ -37,9 +38,9 @@ LAYERS = [
 
 # Where quoted includes are looked up, per source folder (the targets' include directories).
 SEARCH = {
-    "core/include": ["core/include"],
+    "core/include": ["core/include", "runtime/include"],
     "runtime/include": ["runtime/include"],
-    "core": ["core/include", "core/src"],
+    "core": ["core/include", "core/src", "runtime/include"],
     "runtime/src": ["runtime/src", "runtime/include", "core/include"],
     "runtime/admin": ["runtime/admin/include", "runtime/admin/src", "runtime/src", "runtime/include",
                       "core/include"],
@@ -62,12 +63,21 @@ CORE_HEADERS = {
     "registry_record.hpp": "core/format",
     "input.hpp": "core/inputs",
 }
+# Public runtime headers below the runtime: dependency-free vocabulary that core shares with the API
+# (core's include path has runtime/include for these alone; any other runtime header is layer
+# runtime/include, above every core layer).
+SHARED_PUBLIC = {
+    "runtime/include/fatpack/export.h": "core/support",  # visibility macros only
+    "runtime/include/fatpack/policy.hpp": "core/rules",
+}
 FORBIDDEN_PUBLIC = re.compile(r"^(cuda|cuda_runtime|nvJitLink|nvrtc|lz4|zstd|xxhash)\b|^boost/")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 
 
 def layer_of(rel):
+    if rel in SHARED_PUBLIC:
+        return next(i for i, (name, _) in enumerate(LAYERS) if name == SHARED_PUBLIC[rel])
     if rel.startswith("core/include/fatpack/core/"):
         part = CORE_HEADERS.get(rel[len("core/include/fatpack/core/"):])
         return next((i for i, (name, _) in enumerate(LAYERS) if name == part), None)

@@ -54,9 +54,9 @@ command_runner add_plan_command(CLI::App& app) {
       if (!v) throw usage_error{"--driver: " + v.err().message};
       driver = *v;
     }
-    const core::policy pol = o->policy == "force_ptx"   ? core::policy::force_ptx
-                             : o->policy == "sass_only" ? core::policy::sass_only
-                                                        : core::policy::prefer_sass;
+    const fatpack::policy pol = o->policy == "force_ptx"   ? fatpack::policy::force_ptx
+                                : o->policy == "sass_only" ? fatpack::policy::sass_only
+                                                           : fatpack::policy::prefer_sass;
     std::vector<std::uint32_t> gpus;
     for (const auto& g : o->gpus) gpus.push_back(parse_gpu(g));
     const bool matrix = gpus.empty();
@@ -75,7 +75,7 @@ command_runner add_plan_command(CLI::App& app) {
     doc["file"] = o->file;
     doc["driver"] = driver ? nlohmann::json(core::cuda_version_str(driver)) : nlohmann::json(nullptr);
     doc["max_ptx_isa"] = driver ? nlohmann::json(core::max_ptx_isa_for_driver(driver).str()) : nlohmann::json(nullptr);
-    doc["policy"] = core::policy_name(pol);
+    doc["policy"] = fatpack::policy_name(pol);
     doc["plans"] = nlohmann::json::array();
     const std::string driver_text =
         driver ? "a CUDA " + core::cuda_version_str(driver) + " driver (PTX ISA <= " +
@@ -94,7 +94,7 @@ command_runner add_plan_command(CLI::App& app) {
         matched = true;
         if (!o->json) {
           std::cout << "package '" << pkg.name() << "', module '" << mod << "' with " << driver_text << ", policy "
-                    << core::policy_name(pol) << (o->tegra ? ", Tegra" : "") << ":\n";
+                    << fatpack::policy_name(pol) << (o->tegra ? ", Tegra" : "") << ":\n";
           if (matrix) std::printf("  %-8s %-6s %-14s %s\n", "GPU", "CC", "loads", "why");
         }
         for (const std::uint32_t gpu : gpus) {

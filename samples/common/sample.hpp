@@ -46,7 +46,7 @@ inline bool parse(int argc, char** argv, options& o) {
 
 // Prints the error; 77 when the caller asked to skip and the machine has no driver or GPU, else 1.
 inline int fail(const options& o, const fatpack::error& e) {
-  std::fprintf(stderr, "%s: %s\n", o.program, e.what().c_str());
+  std::fprintf(stderr, "%s: %s\n", o.program, e.what());
   const bool no_gpu = e.code == fatpack::errc::no_driver || e.code == fatpack::errc::no_device;
   if (no_gpu)
     std::fprintf(stderr, "%s: this sample needs an NVIDIA GPU and its driver (%s)%s\n", o.program,

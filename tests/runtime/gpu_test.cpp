@@ -89,7 +89,7 @@ void add_package(const std::string& name, const std::vector<std::string>& items)
   }
   auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
   if (!s) {
-    std::printf("FAIL: %s\n", s.error().what().c_str());
+    std::printf("FAIL: %s\n", s.error().what());
     std::exit(1);
   }
 }
@@ -219,7 +219,7 @@ fatpack::module load(const char* name, std::optional<fatpack::policy> p = std::n
   o.policy = p;
   auto m = fatpack::load_module(name, o);
   if (!m) {
-    std::printf("  FAIL: load %s: %s\n", name, m.error().what().c_str());
+    std::printf("  FAIL: load %s: %s\n", name, m.error().what());
     ++g_failures;
     return {};
   }
@@ -340,7 +340,7 @@ int main(int argc, char** argv) {
   {
     auto cubin = read_file("vadd.sm_" + std::to_string(dev.arch) + ".cubin");
     auto s = fatpack::add_image(cubin.data(), cubin.size(), "gpu_bare");
-    EXPECT(s.ok(), "%s", s ? "" : s.error().what().c_str());
+    EXPECT(s.ok(), "%s", s ? "" : s.error().what());
     auto m = load("gpu_bare");
     if (m) {
       print_report("(e)", m.report());

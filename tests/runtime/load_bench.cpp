@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
     double t0 = now_ms();
     auto m = fatpack::load_module(std::string("bench_") + v.name, lo);
     if (!m) {
-      std::printf("load: %s\n", m.error().what().c_str());
+      std::printf("load: %s\n", m.error().what());
       std::exit(1);
     }
     for (const auto& k : kernels) (void)m->function(k);

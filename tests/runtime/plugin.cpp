@@ -25,12 +25,12 @@ const void* failed(char* msg, std::size_t n, const std::string& why) {
 extern "C" __attribute__((visibility("default"))) const void* plugin_check(const char* own, const char* other, char* msg,
                                                                           std::size_t n) {
   auto ps = fatpack::packages();
-  if (!ps) return failed(msg, n, "packages(): " + ps.error().what());
+  if (!ps) return failed(msg, n, std::string("packages(): ") + ps.error().what());
   std::string names;
   for (const auto& p : *ps) names += (names.empty() ? "" : ", ") + p.name;
   if (names != own) return failed(msg, n, std::string("packages(): [") + names + "], expected [" + own + "]");
   auto m = fatpack::load_module("vadd");  // any package: "vadd" must be unambiguous
-  if (!m) return failed(msg, n, "load_module(vadd): " + m.error().what());
+  if (!m) return failed(msg, n, std::string("load_module(vadd): ") + m.error().what());
   if (m->package_name() != own) return failed(msg, n, "vadd came from package " + m->package_name());
   if (!m->function("vadd")) return failed(msg, n, "function(vadd) failed");
   fatpack::load_options o;

@@ -262,7 +262,7 @@ TEST_CASE("JIT failure: an error value with the JIT log; not remembered") {
     CHECK(m.error().code == fatpack::errc::jit_failed);
     CHECK(m.error().cuda_status == 218);  // CUDA_ERROR_INVALID_PTX
     CHECK(m.error().log.find("FAKECUDA_FAIL_JIT") != std::string::npos);
-    CHECK(m.error().what().find("FAKECUDA_FAIL_JIT") != std::string::npos);
+    CHECK(std::string(m.error().what()).find("FAKECUDA_FAIL_JIT") != std::string::npos);
     CHECK_THROWS_AS(fatpack::load_module("failjit_vadd").value(), fatpack::exception);
   }
   auto ok = fatpack::load_module("failjit_vadd");
@@ -393,6 +393,16 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   const char junk[] = "definitely not a package";
   auto bad = fatpack::add_package_memory(junk, sizeof junk, "junk");
   CHECK(bad.error().code == fatpack::errc::bad_package);
+  CHECK(bad.error().reason == "bad_magic");
+
+  // A truncated package: bad_package, with core's finer reason kept in the error and its what().
+  const auto whole = make_package("cutpkg", entries_of("cut_vadd", {"vadd.sm_90.cubin"}));
+  auto cut = fatpack::add_package_memory(whole.data(), whole.size() / 2, "cut");
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.error().code == fatpack::errc::bad_package);
+  CHECK(cut.error().reason == "truncated");
+  CHECK(std::string(cut.error().what()).rfind("fatpack: bad_package (truncated): ", 0) == 0);
+  CHECK(cut.error().code_as_std() == fatpack::errc::bad_package);
 
   static const std::vector<std::uint8_t> borrowed = make_package("borrowpkg", entries_of("borrow_vadd", {"vadd.sm_90.cubin"}));
   REQUIRE(fatpack::add_package_memory(borrowed.data(), borrowed.size(), "borrowed", fatpack::ownership::borrow).ok());

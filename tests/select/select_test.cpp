@@ -17,6 +17,7 @@
 #include <vector>
 
 using namespace fatpack::core;
+using fatpack::policy;
 
 namespace {
 

@@ -171,15 +171,6 @@ std::string usable_reason(const entry_desc& e, const device_desc& dev, const dri
 
 }  // namespace
 
-const char* policy_name(policy p) noexcept {
-  switch (p) {
-    case policy::prefer_sass: return "prefer_sass";
-    case policy::force_ptx: return "force_ptx";
-    case policy::sass_only: return "sass_only";
-  }
-  return "unknown";
-}
-
 const char* verdict_name(verdict v) noexcept {
   switch (v) {
     case verdict::chosen: return "chosen";

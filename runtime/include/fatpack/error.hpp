@@ -1,18 +1,22 @@
 // fatpack runtime errors: errors as values, plus a throwing convenience layer.
 //
 // Policy: no runtime function throws on a failure it can describe. Each returns result<T> or
-// status holding an `error` {code, CUDA status, message, log}. The message names what failed and
-// where ("module 'vadd' of package 'app' on device 0 (NVIDIA H200, CC 9.0): ..."); `log` carries a
-// JIT info/error log when there is one. The throwing layer is `value()` on a failed result (and
-// status::throw_if_error()), which throws fatpack::exception holding the same error.
+// status holding an `error` {code, CUDA status, message, log, reason}. The message names what
+// failed and where ("module 'vadd' of package 'app' on device 0 (NVIDIA H200, CC 9.0): ..."); `log`
+// carries a JIT info/error log when there is one; `reason` the finer cause of a malformed package.
+// The codes are also std::error_codes (error_category()). The throwing layer is `value()` on a
+// failed result (and status::throw_if_error()), which throws fatpack::exception holding the same
+// error.
 //
 // This header includes no CUDA header: the CUDA status is a plain int (a CUresult value).
 #pragma once
 
 #include "fatpack/export.h"
 
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <variant>
 
@@ -42,14 +46,49 @@ enum class errc : int {
 // "no_driver", "jit_failed", ...
 FATPACK_API const char* errc_name(errc code) noexcept;
 
+// errc as a std::error_code: category name "fatpack", message(int) is errc_name() ("jit_failed"),
+// so `std::error_code ec = fatpack::errc::io;` and `ec == fatpack::errc::io` work.
+FATPACK_API const std::error_category& error_category() noexcept;
+inline std::error_code make_error_code(errc code) noexcept {
+  return std::error_code(static_cast<int>(code), error_category());
+}
+
 struct error {
   errc code = errc::ok;
   int cuda_status = 0;   // the CUresult that caused it, 0 when none
   std::string message;   // one paragraph, names what failed and where
   std::string log;       // JIT info/error log, may be empty
+  // bad_package/io from a package or image: what was wrong, as core's reader names it ("truncated",
+  // "bad_magic", "unsupported_version", "malformed", "checksum", "codec", "unknown_kind",
+  // "unsupported", "io"); empty when there is no finer reason. what() shows it after the code.
+  std::string reason;
 
-  // message, then the log indented when there is one.
-  FATPACK_API std::string what() const;
+  error() = default;
+  error(errc c, int status, std::string msg = {}, std::string jit_log = {})
+      : code(c), cuda_status(status), message(std::move(msg)), log(std::move(jit_log)) {}
+
+  // "fatpack: <code>: <message>", then the log indented when there is one; like
+  // std::exception::what(), a NUL-terminated string (printf("%s", e.what()) is fine). The text is
+  // composed into the error on demand; several threads may call what() on one const error at once.
+  // The pointer stays valid until the error is changed (code, message or log) or destroyed.
+  FATPACK_API const char* what() const;
+
+  // The code as a std::error_code of error_category() (errc::ok gives a false error_code).
+  std::error_code code_as_std() const noexcept { return make_error_code(code); }
+
+ private:
+  // The composed text and what it was composed from; copies start empty.
+  class what_cache {
+   public:
+    what_cache() = default;
+    what_cache(const what_cache&) {}
+    what_cache& operator=(const what_cache&) { return *this; }
+    std::mutex mu;
+    bool valid = false;
+    errc code = errc::ok;
+    std::string message, log, reason, text;
+  };
+  mutable what_cache what_;
 };
 
 // FATPACK_API, with its key function (the destructor) in the runtime: its vtable and typeinfo are
@@ -113,3 +152,8 @@ class [[nodiscard]] status {
 
 }  // namespace fatpack
 FATPACK_END_HIDDEN
+
+namespace std {
+template <>
+struct is_error_code_enum<fatpack::errc> : true_type {};
+}  // namespace std

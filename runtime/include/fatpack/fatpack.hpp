@@ -25,6 +25,7 @@
 #include "fatpack/error.hpp"
 #include "fatpack/export.h"
 #include "fatpack/version.h"
+#include "fatpack/policy.hpp"
 
 #include <array>
 #include <cstddef>
@@ -50,8 +51,7 @@ using cu_context = ::CUctx_st*;    // CUcontext
 // Which entries may be used (docs/design.md §2). The process default comes from set_policy() and the
 // environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
 // sass_only. A policy given in load_options wins over both.
-enum class policy { prefer_sass, force_ptx, sass_only };
-FATPACK_API const char* policy_name(policy p) noexcept;  // "prefer_sass", "force_ptx", "sass_only"
+// fatpack::policy and policy_name() are in fatpack/policy.hpp (shared with core's selector).
 
 enum class log_level { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
 

@@ -61,8 +61,28 @@ const char* errc_name(errc code) noexcept {
 
 exception::~exception() = default;
 
-std::string error::what() const {
-  std::string s = "fatpack: " + std::string(errc_name(code)) + ": " + message;
+namespace {
+
+class fatpack_category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "fatpack"; }
+  std::string message(int value) const override { return errc_name(static_cast<errc>(value)); }
+};
+
+}  // namespace
+
+const std::error_category& error_category() noexcept {
+  static const fatpack_category category;
+  return category;
+}
+
+const char* error::what() const {
+  std::lock_guard<std::mutex> lock(what_.mu);
+  if (what_.valid && what_.code == code && what_.message == message && what_.log == log &&
+      what_.reason == reason)
+    return what_.text.c_str();
+  std::string s = "fatpack: " + std::string(errc_name(code)) + (reason.empty() ? "" : " (" + reason + ")") +
+                  ": " + message;
   if (!log.empty()) {
     s += "\nlog:";
     std::size_t pos = 0;
@@ -73,7 +93,13 @@ std::string error::what() const {
       pos = nl + 1;
     }
   }
-  return s;
+  what_.text = std::move(s);
+  what_.code = code;
+  what_.message = message;
+  what_.log = log;
+  what_.reason = reason;
+  what_.valid = true;
+  return what_.text.c_str();
 }
 
 // ---- driver and devices -------------------------------------------------------------------------

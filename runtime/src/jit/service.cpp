@@ -186,8 +186,11 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   // +1 for the NUL both JITs require. raw_size is bounded by the package reader (blocks and block
   // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
   std::vector<std::uint8_t> ptx(static_cast<std::size_t>(e.raw_size) + 1);
-  if (auto s = req.package->view.decompress_into(req.entry, ptx.data(), std::min(8u, os::hardware_threads())); !s)
-    return error{errc::bad_package, 0, s.err().message, {}};
+  if (auto s = req.package->view.decompress_into(req.entry, ptx.data(), std::min(8u, os::hardware_threads())); !s) {
+    error bad{errc::bad_package, 0, s.err().message};
+    bad.reason = core::errc_name(s.err().code);
+    return bad;
+  }
   ptx.back() = 0;
   decompress_ms = sw.ms();
   const core::byte_span ptx_bytes(ptx.data(), ptx.size());

@@ -21,14 +21,6 @@ policy resolve_policy(std::optional<policy> explicit_policy) {
   return static_cast<policy>(g_default_policy.load());
 }
 
-core::policy to_core(policy p) {
-  switch (p) {
-    case policy::force_ptx: return core::policy::force_ptx;
-    case policy::sass_only: return core::policy::sass_only;
-    default: return core::policy::prefer_sass;
-  }
-}
-
 fatpack::verdict to_public(core::verdict v) {
   switch (v) {
     case core::verdict::chosen: return fatpack::verdict::chosen;
@@ -48,7 +40,7 @@ module_selection select_entries(const module_entries& me, std::uint32_t arch, bo
   core::device_desc dev;
   dev.arch = arch;
   dev.tegra = tegra;
-  out.sel = core::select(descs, dev, driver_version, to_core(p));
+  out.sel = core::select(descs, dev, driver_version, p);
   // Map the selector's indices (into `descs`) back to package entry indices.
   for (auto& c : out.sel.candidates) c.entry = me.entries.at(c.entry);
   if (out.sel.chosen) out.sel.chosen = me.entries.at(*out.sel.chosen);
@@ -64,13 +56,5 @@ namespace fatpack {
 
 void set_policy(policy p) { detail::g_default_policy.store(static_cast<int>(p)); }
 policy effective_policy() { return detail::resolve_policy(std::nullopt); }
-
-const char* policy_name(policy p) noexcept {
-  switch (p) {
-    case policy::force_ptx: return "force_ptx";
-    case policy::sass_only: return "sass_only";
-    default: return "prefer_sass";
-  }
-}
 
 }  // namespace fatpack

@@ -19,7 +19,6 @@
 namespace fatpack::detail {
 
 policy resolve_policy(std::optional<policy> explicit_policy);
-core::policy to_core(policy p);
 
 
 struct module_selection {

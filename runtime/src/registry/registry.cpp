@@ -33,7 +33,9 @@ namespace fatpack::detail {
 namespace {
 
 error from_core(const core::error& e) {
-  return error{e.code == core::errc::io ? errc::io : errc::bad_package, 0, e.message, {}};
+  error out{e.code == core::errc::io ? errc::io : errc::bad_package, 0, e.message};
+  out.reason = core::errc_name(e.code);  // the finer reason: truncated, checksum, codec, ...
+  return out;
 }
 
 std::vector<std::string> module_names(const core::package_view& v) {

@@ -13,12 +13,12 @@ static bool load(const char* package, const char* module, const char* kernel) {
   o.package = package;
   auto m = fatpack::load_module(module, o);
   if (!m) {
-    std::fprintf(stderr, "app: %s\n", m.error().what().c_str());
+    std::fprintf(stderr, "app: %s\n", m.error().what());
     return false;
   }
   auto f = m->function(kernel);
   if (!f) {
-    std::fprintf(stderr, "app: %s\n", f.error().what().c_str());
+    std::fprintf(stderr, "app: %s\n", f.error().what());
     return false;
   }
   const fatpack::load_report& r = m->report();
@@ -31,7 +31,7 @@ int main() {
   if (carrier_version() != 1) return 1;
   auto pkgs = fatpack::packages();
   if (!pkgs) {
-    std::fprintf(stderr, "app: %s\n", pkgs.error().what().c_str());
+    std::fprintf(stderr, "app: %s\n", pkgs.error().what());
     return 1;
   }
   for (const char* want : {"app_math", "app_more", "app_sub", "carrier_kernels"}) {

@@ -13,7 +13,7 @@ int main() {
   o.package = "defaults";  // NAME defaults to the target's name
   auto plan = fatpack::plan_module("vadd", o);
   if (!plan) {
-    std::fprintf(stderr, "defaults: %s\n", plan.error().what().c_str());
+    std::fprintf(stderr, "defaults: %s\n", plan.error().what());
     return 1;
   }
   std::vector<std::string> names;

@@ -8,7 +8,7 @@ extern "C" int selfcontained_check() {
   o.package = "self_kernels";
   auto m = fatpack::load_module("vadd", o);
   if (!m) {
-    std::fprintf(stderr, "selfcontained: %s\n", m.error().what().c_str());
+    std::fprintf(stderr, "selfcontained: %s\n", m.error().what());
     return 1;
   }
   std::printf("selfcontained: self_kernels/vadd: entry %s\n", m->report().target.c_str());

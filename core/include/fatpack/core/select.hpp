@@ -5,6 +5,7 @@
 #pragma once
 
 #include "fatpack/core/target.hpp"
+#include "fatpack/policy.hpp"  // fatpack::policy: the public API's enum, dependency-free
 
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +24,6 @@ struct device_desc {
   std::uint32_t arch = 0;  // compute capability as major*10+minor: 90 for CC 9.0, 121 for 12.1
   bool tegra = false;      // Tegra/Jetson: no SASS minor-version compatibility
 };
-
-enum class policy { prefer_sass, force_ptx, sass_only };
-const char* policy_name(policy p) noexcept;  // "prefer_sass", "force_ptx", "sass_only"
 
 enum class verdict { chosen, usable, rejected };
 const char* verdict_name(verdict v) noexcept;  // "chosen", "usable", "rejected"
@@ -48,6 +46,6 @@ struct selection {
 
 // driver_version: cuDriverGetVersion() format (13000); 0 = unknown (no PTX ISA check).
 selection select(const std::vector<entry_desc>& entries, device_desc device, int driver_version,
-                 policy p = policy::prefer_sass);
+                 fatpack::policy p = fatpack::policy::prefer_sass);
 
 }  // namespace fatpack::core
