@@ -69,6 +69,7 @@ CORE_HEADERS = {
 SHARED_PUBLIC = {
     "runtime/include/fatpack/export.h": "core/support",  # visibility macros only
     "runtime/include/fatpack/policy.hpp": "core/rules",
+    "runtime/include/fatpack/verdict.hpp": "core/rules",
 }
 FORBIDDEN_PUBLIC = re.compile(r"^(cuda|cuda_runtime|nvJitLink|nvrtc|lz4|zstd|xxhash)\b|^boost/")
 

@@ -171,15 +171,6 @@ std::string usable_reason(const entry_desc& e, const device_desc& dev, const dri
 
 }  // namespace
 
-const char* verdict_name(verdict v) noexcept {
-  switch (v) {
-    case verdict::chosen: return "chosen";
-    case verdict::usable: return "usable";
-    case verdict::rejected: return "rejected";
-  }
-  return "unknown";
-}
-
 selection select(const std::vector<entry_desc>& entries, device_desc device, int driver_version, policy p) {
   driver_facts drv;
   drv.version = driver_version > 0 ? driver_version : 0;

@@ -26,6 +26,7 @@
 #include "fatpack/export.h"
 #include "fatpack/version.h"
 #include "fatpack/policy.hpp"
+#include "fatpack/verdict.hpp"
 
 #include <array>
 #include <cstddef>
@@ -129,10 +130,7 @@ struct attempt_info {
   double decompress_ms = 0, jit_ms = 0, load_ms = 0;
 };
 
-// The selector's verdict on one entry: chosen (the one to load), usable (a fallback, in rank order),
-// rejected (cannot run on the device; the reason says why).
-enum class verdict { chosen, usable, rejected };
-FATPACK_API const char* verdict_name(verdict v) noexcept;  // "chosen", "usable", "rejected"
+// fatpack::verdict and verdict_name() are in fatpack/verdict.hpp (shared with core's selector).
 
 // One ranked entry, as the selector saw it.
 struct candidate_info {

@@ -35,15 +35,6 @@ std::string indent_log(const std::string& log) {
 
 }  // namespace
 
-const char* verdict_name(verdict v) noexcept {
-  switch (v) {
-    case verdict::chosen: return "chosen";
-    case verdict::usable: return "usable";
-    case verdict::rejected: return "rejected";
-  }
-  return "unknown";
-}
-
 std::string load_report::trace() const {
   std::string s = "module '" + module + "' (package '" + package + "') on device " + std::to_string(device) + " (" +
                    (device_name.empty() ? "unnamed" : device_name) + ", CC " + std::to_string(arch / 10) + "." +

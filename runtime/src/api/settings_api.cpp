@@ -1,10 +1,15 @@
-// The public API's process-wide settings (fatpack.hpp): the JIT back end and logging.
+// The public API's process-wide settings (fatpack.hpp): the default policy, the JIT back end and
+// logging.
 #include "jit/service.hpp"
+#include "load/selection.hpp"
 #include "platform/log.hpp"
 
 #include "fatpack/fatpack.hpp"
 
 namespace fatpack {
+
+void set_policy(policy p) { detail::set_default_policy(p); }
+policy effective_policy() { return detail::resolve_policy(std::nullopt); }
 
 void set_jit_backend(jit_backend b) { detail::set_jit_backend_override(b); }
 

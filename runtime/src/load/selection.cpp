@@ -14,19 +14,13 @@ std::atomic<int> g_default_policy{static_cast<int>(policy::prefer_sass)};
 
 }  // namespace
 
+void set_default_policy(policy p) { g_default_policy.store(static_cast<int>(p)); }
+
 policy resolve_policy(std::optional<policy> explicit_policy) {
   if (explicit_policy) return *explicit_policy;
   if (env_flag("FATPACK_FORCE_PTX_JIT") || env_flag("CUDA_FORCE_PTX_JIT")) return policy::force_ptx;
   if (env_flag("CUDA_DISABLE_PTX_JIT")) return policy::sass_only;
   return static_cast<policy>(g_default_policy.load());
-}
-
-fatpack::verdict to_public(core::verdict v) {
-  switch (v) {
-    case core::verdict::chosen: return fatpack::verdict::chosen;
-    case core::verdict::usable: return fatpack::verdict::usable;
-    default: return fatpack::verdict::rejected;
-  }
 }
 
 module_selection select_entries(const module_entries& me, std::uint32_t arch, bool tegra, int driver_version,
@@ -46,15 +40,8 @@ module_selection select_entries(const module_entries& me, std::uint32_t arch, bo
   if (out.sel.chosen) out.sel.chosen = me.entries.at(*out.sel.chosen);
   out.ms = sw.ms();
   for (const auto& c : out.sel.candidates)
-    out.candidates.push_back(candidate_info{c.entry, describe_target(es[c.entry]), to_public(c.verdict), c.reason});
+    out.candidates.push_back(candidate_info{c.entry, describe_target(es[c.entry]), c.verdict, c.reason});
   return out;
 }
 
 }  // namespace fatpack::detail
-
-namespace fatpack {
-
-void set_policy(policy p) { detail::g_default_policy.store(static_cast<int>(p)); }
-policy effective_policy() { return detail::resolve_policy(std::nullopt); }
-
-}  // namespace fatpack

@@ -19,7 +19,8 @@
 namespace fatpack::detail {
 
 policy resolve_policy(std::optional<policy> explicit_policy);
-
+// What fatpack::set_policy (api/settings_api.cpp) sets: the default below the environment.
+void set_default_policy(policy p);
 
 struct module_selection {
   core::selection sel;                     // candidate.entry indices are *package* entry indices

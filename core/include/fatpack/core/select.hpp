@@ -5,7 +5,8 @@
 #pragma once
 
 #include "fatpack/core/target.hpp"
-#include "fatpack/policy.hpp"  // fatpack::policy: the public API's enum, dependency-free
+#include "fatpack/policy.hpp"   // fatpack::policy: the public API's enum, dependency-free
+#include "fatpack/verdict.hpp"  // fatpack::verdict, likewise
 
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +26,9 @@ struct device_desc {
   bool tegra = false;      // Tegra/Jetson: no SASS minor-version compatibility
 };
 
-enum class verdict { chosen, usable, rejected };
-const char* verdict_name(verdict v) noexcept;  // "chosen", "usable", "rejected"
+// The public enum itself (fatpack/verdict.hpp): one type, also spelled core::verdict here.
+using fatpack::verdict;
+using fatpack::verdict_name;
 
 struct candidate {
   std::size_t entry = 0;  // index into the entries given to select()
