@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     const auto bytes = read(path);
     auto pv = package_view::parse(byte_span(bytes), path);
     if (!pv) {
-      std::fprintf(stderr, "%s\n", pv.err().message.c_str());
+      std::fprintf(stderr, "%s\n", pv.error().message.c_str());
       return 1;
     }
     std::uint64_t raw_total = 0;

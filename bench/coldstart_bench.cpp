@@ -73,7 +73,7 @@ int run_driver(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   auto pv = core::package_view::parse(core::byte_span(bytes), path);
-  if (!pv) die(pv.err().message);
+  if (!pv) die(pv.error().message);
   struct module_ptx {
     std::vector<std::uint8_t> ptx;
     std::vector<std::string> kernels;
@@ -82,7 +82,7 @@ int run_driver(const std::string& path) {
   for (const auto& e : pv->entries()) {
     if (e.target.kind != core::entry_kind::ptx) continue;
     auto raw = pv->decompress(e.index);
-    if (!raw) die(raw.err().message);
+    if (!raw) die(raw.error().message);
     module_ptx m;
     m.ptx = std::move(*raw);
     m.ptx.push_back(0);

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     {
       auto pv = package_view::parse(byte_span(bytes), packages[i]);
       if (!pv) {
-        std::fprintf(stderr, "%s\n", pv.err().message.c_str());
+        std::fprintf(stderr, "%s\n", pv.error().message.c_str());
         return 1;
       }
       if (kernels.empty())

@@ -68,6 +68,7 @@ CORE_HEADERS = {
 # runtime/include, above every core layer).
 SHARED_PUBLIC = {
     "runtime/include/fatpack/export.h": "core/support",  # visibility macros only
+    "runtime/include/fatpack/error.hpp": "core/support",  # the one error vocabulary
     "runtime/include/fatpack/policy.hpp": "core/rules",
     "runtime/include/fatpack/verdict.hpp": "core/rules",
 }

@@ -73,7 +73,7 @@ core::result<std::vector<core::target>> parse_arch_list(const std::string& list,
                                   list_str(nvcc_archs) + ")");
     // The number and suffix are nvcc's target spelling without the prefix: one parser for both.
     auto sass = core::target::parse("sm_" + m[1].str() + m[2].str());
-    if (!sass) return core::make_error(core::errc::invalid_argument, "architecture '" + it + "': " + sass.err().message);
+    if (!sass) return core::make_error(core::errc::invalid_argument, "architecture '" + it + "': " + sass.error().message);
     const core::arch_variant variant = sass->variant;
     const bool real = m[3] != "-virtual", virt = m[3] != "-real";
     if (real) add_unique(out, {core::entry_kind::sass, arch, variant});

@@ -72,11 +72,11 @@ command_runner add_build_command(CLI::App& app) {
   return [o]() {
     auto codes = nvcc_gpu_codes(o->nvcc);
     if (!codes) {
-      print_error(codes.err().message);
+      print_error(codes.error().message);
       return exit_failure;
     }
     auto targets = parse_arch_list(o->arch, *codes);
-    if (!targets) throw usage_error{"--arch: " + targets.err().message};
+    if (!targets) throw usage_error{"--arch: " + targets.error().message};
     for (const auto& s : o->sources) {
       if (::access(s.c_str(), R_OK) != 0) {
         print_error(s + ": cannot read the source file");
@@ -148,13 +148,13 @@ command_runner add_build_command(CLI::App& app) {
     for (const auto& j : jobs) {
       auto bytes = read_file(j.output);
       if (!bytes) {
-        print_error(bytes.err().message);
+        print_error(bytes.error().message);
         return exit_failure;
       }
       auto imported = core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")",
                                          module_name_of(j.source));
       if (!imported) {
-        print_error(imported.err().message);
+        print_error(imported.error().message);
         return exit_failure;
       }
       for (auto& e : *imported) {

@@ -80,7 +80,7 @@ command_runner add_embed_command(CLI::App& app) {
     if (!cpp && !as) throw usage_error{"-o " + o->output + ": the extension must be .cpp, .cc, .cxx, .S or .s"};
     auto pf = load_package_file(o->file);
     if (!pf) {
-      print_error(pf.err().message);
+      print_error(pf.error().message);
       return exit_failure;
     }
     if (pf->embedded) {
@@ -124,7 +124,7 @@ command_runner add_embed_command(CLI::App& app) {
     const std::string text = out.str();
     core::status st = write_file_atomic(o->output, core::byte_span(text));
     if (!st) {
-      print_error(st.err().message);
+      print_error(st.error().message);
       return exit_failure;
     }
     return exit_ok;

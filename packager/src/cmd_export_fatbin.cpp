@@ -19,7 +19,7 @@ command_runner add_export_fatbin_command(CLI::App& app) {
   return [o]() {
     auto pf = load_package_file(o->file);
     if (!pf) {
-      print_error(pf.err().message);
+      print_error(pf.error().message);
       return exit_failure;
     }
     std::vector<core::entry_input> entries;
@@ -39,7 +39,7 @@ command_runner add_export_fatbin_command(CLI::App& app) {
         }
         auto raw = pkg.decompress(e.index);
         if (!raw) {
-          print_error(raw.err().message);
+          print_error(raw.error().message);
           return exit_failure;
         }
         core::entry_input in;
@@ -57,12 +57,12 @@ command_runner add_export_fatbin_command(CLI::App& app) {
     }
     auto fatbin = core::write_fatbin(entries);
     if (!fatbin) {
-      print_error(o->file + ": " + fatbin.err().message);
+      print_error(o->file + ": " + fatbin.error().message);
       return exit_failure;
     }
     core::status st = write_file_atomic(o->output, core::byte_span(*fatbin));
     if (!st) {
-      print_error(st.err().message);
+      print_error(st.error().message);
       return exit_failure;
     }
     return exit_ok;

@@ -23,12 +23,12 @@ command_runner add_extract_command(CLI::App& app) {
     core::target want{};
     if (!o->target.empty()) {
       auto t = core::target::parse(o->target);
-      if (!t) throw usage_error{"--target: " + t.err().message};
+      if (!t) throw usage_error{"--target: " + t.error().message};
       want = *t;
     }
     auto pf = load_package_file(o->file);
     if (!pf) {
-      print_error(pf.err().message);
+      print_error(pf.error().message);
       return exit_failure;
     }
     ::mkdir(o->dir.c_str(), 0777);  // an existing directory is fine; write errors report the rest
@@ -42,7 +42,7 @@ command_runner add_extract_command(CLI::App& app) {
         if (!o->module.empty() && e.module_name != o->module) continue;
         auto raw = pkg.decompress(e.index);
         if (!raw) {
-          print_error(raw.err().message);
+          print_error(raw.error().message);
           return exit_failure;
         }
         std::string name = std::string(e.module_name) + "." + e.target.str();
@@ -55,7 +55,7 @@ command_runner add_extract_command(CLI::App& app) {
         const std::string path = o->dir + "/" + name;
         core::status st = write_file_atomic(path, core::byte_span(*raw));
         if (!st) {
-          print_error(st.err().message);
+          print_error(st.error().message);
           return exit_failure;
         }
         std::cout << "Extracted: " << path << "\n";

@@ -79,7 +79,7 @@ command_runner add_inspect_command(CLI::App& app) {
     for (const auto& path : o->files) {
       auto pf = load_package_file(path);
       if (!pf) {
-        print_error(pf.err().message);
+        print_error(pf.error().message);
         rc = exit_failure;
         continue;
       }

@@ -30,20 +30,20 @@ std::string module_name_of(const std::string& path) { return default_package_nam
 int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
                        const codec_options& copts, bool verbose) {
   auto c = core::parse_codec(copts.codec);
-  if (!c) throw usage_error{c.err().message};
+  if (!c) throw usage_error{c.error().message};
   core::pack_options opts;
   opts.codec = *c;
   opts.level = copts.level;
   opts.block_size = copts.block_size;
   auto bytes = core::write_package(name, entries, opts);
   if (!bytes) {
-    print_error(output + ": " + bytes.err().message);
+    print_error(output + ": " + bytes.error().message);
     return exit_failure;
   }
   bool changed = false;
   core::status st = write_file_atomic(output, core::byte_span(*bytes), &changed);
   if (!st) {
-    print_error(st.err().message);
+    print_error(st.error().message);
     return exit_failure;
   }
   if (verbose) {
@@ -78,12 +78,12 @@ command_runner add_pack_command(CLI::App& app) {
     for (const auto& path : o->inputs) {
       auto bytes = read_file(path);
       if (!bytes) {
-        print_error(bytes.err().message);
+        print_error(bytes.error().message);
         return exit_failure;
       }
       auto imported = core::import_input(core::byte_span(*bytes), path, o->module.empty() ? module_name_of(path) : o->module);
       if (!imported) {
-        print_error(imported.err().message);
+        print_error(imported.error().message);
         return exit_failure;
       }
       for (auto& e : *imported) entries.push_back(std::move(e));

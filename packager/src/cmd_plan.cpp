@@ -17,7 +17,7 @@ namespace {
 // "sm_86", "86", "8.6" -> 86. A GPU is a compute capability: a/f suffixes name code, not devices.
 std::uint32_t parse_gpu(const std::string& text) {
   auto cc = core::parse_compute_capability(text, core::cc_suffix::reject);
-  if (!cc) throw usage_error{"--gpu " + cc.err().message};
+  if (!cc) throw usage_error{"--gpu " + cc.error().message};
   return *cc;
 }
 
@@ -51,7 +51,7 @@ command_runner add_plan_command(CLI::App& app) {
     int driver = 0;
     if (!o->driver.empty()) {
       auto v = core::parse_cuda_version(o->driver);
-      if (!v) throw usage_error{"--driver: " + v.err().message};
+      if (!v) throw usage_error{"--driver: " + v.error().message};
       driver = *v;
     }
     const fatpack::policy pol = o->policy == "force_ptx"   ? fatpack::policy::force_ptx
@@ -66,7 +66,7 @@ command_runner add_plan_command(CLI::App& app) {
     }
     auto pf = load_package_file(o->file);
     if (!pf) {
-      print_error(pf.err().message);
+      print_error(pf.error().message);
       return exit_failure;
     }
 

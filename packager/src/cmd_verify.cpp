@@ -15,7 +15,7 @@ command_runner add_verify_command(CLI::App& app) {
     for (const auto& path : *files) {
       auto pf = load_package_file(path);
       if (!pf) {
-        print_error(pf.err().message);
+        print_error(pf.error().message);
         rc = exit_failure;
         continue;
       }
@@ -24,7 +24,7 @@ command_runner add_verify_command(CLI::App& app) {
       for (const auto& pkg : pf->packages) {
         core::status st = pkg.verify();
         if (!st) {
-          print_error(st.err().message);
+          print_error(st.error().message);
           ok = false;
           rc = exit_failure;
         }

@@ -93,7 +93,7 @@ int run_warm(const warm_args& a) {
   for (const auto& path : a.packages) {
     auto pf = load_package_file(path);
     if (!pf) {
-      print_error(pf.err().message);
+      print_error(pf.error().message);
       return exit_failure;
     }
     if (!pf->embedded) {
@@ -112,7 +112,7 @@ int run_warm(const warm_args& a) {
       const std::string out = scratch + "/" + std::to_string(files.size()) + "-" +
                               std::string(pf->packages[i].name()) + ".fpk";
       if (auto st = write_file_atomic(out, pf->packages[i].bytes()); !st) {
-        print_error(st.err().message);
+        print_error(st.error().message);
         return exit_failure;
       }
       files.push_back(out);

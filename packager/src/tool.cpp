@@ -32,7 +32,7 @@ std::string human_size(std::uint64_t bytes) {
 
 core::result<package_file> load_package_file(const std::string& path) {
   auto bytes = read_file(path);
-  if (!bytes) return std::move(bytes).err();
+  if (!bytes) return std::move(bytes).error();
   package_file pf;
   pf.path = path;
   pf.bytes = std::move(bytes).value();
@@ -40,7 +40,7 @@ core::result<package_file> load_package_file(const std::string& path) {
   if (all.size >= sizeof core::package_magic &&
       std::memcmp(all.data, core::package_magic, sizeof core::package_magic) == 0) {
     auto pkgs = core::parse_packages(all, path);
-    if (!pkgs) return std::move(pkgs).err();
+    if (!pkgs) return std::move(pkgs).error();
     pf.packages = std::move(pkgs).value();
     return pf;
   }
@@ -51,13 +51,13 @@ core::result<package_file> load_package_file(const std::string& path) {
   if (offsets.empty()) {
     if (all.size == 0) return core::make_error(core::errc::truncated, path + ": empty file");
     if (!skipped.empty())
-      return core::make_error(skipped.front().code, path + ": holds a damaged package at " + skipped.front().message);
+      return core::make_error(skipped.front().reason, path + ": holds a damaged package at " + skipped.front().message);
     return core::make_error(core::errc::bad_magic, path + ": not a fatpack package and embeds none");
   }
   pf.embedded = true;
   for (const std::uint64_t off : offsets) {
     auto pv = core::package_view::parse(all.subspan(std::size_t(off), std::size_t(all.size - off)), path + "+" + core::hex(off));
-    if (!pv) return std::move(pv).err();
+    if (!pv) return std::move(pv).error();
     pf.packages.push_back(std::move(pv).value());
   }
   return pf;

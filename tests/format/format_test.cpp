@@ -60,7 +60,7 @@ void reseal(std::vector<std::uint8_t>& pkg) {
 error parse_error(const std::vector<std::uint8_t>& pkg) {
   auto r = package_view::parse(byte_span(pkg), "bad.fpk");
   REQUIRE_FALSE(r);
-  return r.err();
+  return r.error();
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -74,7 +74,7 @@ TEST_CASE("real nvcc output round-trips through every codec, byte for byte") {
     const auto pkg = build(c);
     CHECK(pkg.size() % payload_alignment == 0);
     auto pv = package_view::parse(byte_span(pkg), "kernels.fpk");
-    REQUIRE_MESSAGE(pv, pv.err().message);
+    REQUIRE_MESSAGE(pv, pv.error().message);
     CHECK(pv->name() == "kernels");
     CHECK(pv->version_major() == 1);
     CHECK(pv->total_size() == pkg.size());
@@ -91,7 +91,7 @@ TEST_CASE("real nvcc output round-trips through every codec, byte for byte") {
       CHECK(e.payload_offset % payload_alignment == 0);
       CHECK(e.codec == c);
       auto raw = pv->decompress(i, 2);
-      REQUIRE_MESSAGE(raw, raw.err().message);
+      REQUIRE_MESSAGE(raw, raw.error().message);
       CHECK(*raw == inputs[i].raw);
       if (c != codec::none) CHECK(e.stored_size < e.raw_size);
     }
@@ -105,7 +105,7 @@ TEST_CASE("the writer is deterministic and refuses duplicates and empty names") 
   entries.push_back(entries[0]);
   auto dup = write_package("kernels", entries, {});
   REQUIRE_FALSE(dup);
-  CHECK(contains(dup.err().message, "already has an entry for sm_75"));
+  CHECK(contains(dup.error().message, "already has an entry for sm_75"));
   CHECK_FALSE(write_package("", real_entries(), {}));
   CHECK_FALSE(write_package("x", {}, {}));
   // The same PTX target with two ISA versions is allowed: old drivers get the older one.
@@ -123,7 +123,7 @@ TEST_CASE("concatenated packages and packages embedded in other bytes are found"
   std::vector<std::uint8_t> both = a;
   both.insert(both.end(), b->begin(), b->end());
   auto all = parse_packages(byte_span(both), "both.fpk");
-  REQUIRE_MESSAGE(all, all.err().message);
+  REQUIRE_MESSAGE(all, all.error().message);
   REQUIRE(all->size() == 2);
   CHECK((*all)[0].name() == "kernels");
   CHECK((*all)[1].name() == "second");
@@ -134,13 +134,13 @@ TEST_CASE("concatenated packages and packages embedded in other bytes are found"
   std::vector<std::uint8_t> padded = both;
   padded.resize(both.size() + 100, 0);
   auto with_tail = parse_packages(byte_span(padded), "padded.fpk");
-  REQUIRE_MESSAGE(with_tail, with_tail.err().message);
+  REQUIRE_MESSAGE(with_tail, with_tail.error().message);
   CHECK(with_tail->size() == 2);
   // ... anything else after a package is an error naming its offset ...
   padded.back() = 1;
   auto junk = parse_packages(byte_span(padded), "junk.fpk");
   REQUIRE_FALSE(junk);
-  CHECK(contains(junk.err().message, "junk.fpk+0x"));
+  CHECK(contains(junk.error().message, "junk.fpk+0x"));
   // ... and zeros alone are no package.
   CHECK_FALSE(parse_packages(byte_span(std::vector<std::uint8_t>(128, 0)), "zeros.fpk"));
   std::size_t seen = 0;
@@ -170,33 +170,33 @@ TEST_CASE("damaged packages are rejected with an error naming the field") {
   const std::uint64_t e0 = header_size_v1;  // first entry record
 
   SUBCASE("empty and short input") {
-    CHECK(parse_error({}).code == errc::truncated);
+    CHECK(parse_error({}).reason == errc::truncated);
     std::vector<std::uint8_t> tiny(good.begin(), good.begin() + 40);
-    CHECK(parse_error(tiny).code == errc::truncated);
+    CHECK(parse_error(tiny).reason == errc::truncated);
   }
   SUBCASE("wrong magic") {
     auto bad = good;
     bad[1] = 'X';
-    CHECK(parse_error(bad).code == errc::bad_magic);
+    CHECK(parse_error(bad).reason == errc::bad_magic);
   }
   SUBCASE("unknown major version") {
     auto bad = good;
     put16(&bad[h_major], 2);
     const error e = parse_error(bad);
-    CHECK(e.code == errc::unsupported_version);
+    CHECK(e.reason == errc::unsupported_version);
     CHECK(contains(e.message, "format version 2.0"));
   }
   SUBCASE("truncated package") {
     std::vector<std::uint8_t> bad(good.begin(), good.end() - 64);
     const error e = parse_error(bad);
-    CHECK(e.code == errc::truncated);
+    CHECK(e.reason == errc::truncated);
     CHECK(contains(e.message, "total_size"));
   }
   SUBCASE("tables checksum") {
     auto bad = good;
     bad[e0 + e_arch] ^= 1;
     const error e = parse_error(bad);
-    CHECK(e.code == errc::checksum);
+    CHECK(e.reason == errc::checksum);
     CHECK(contains(e.message, "checksum"));
   }
   SUBCASE("payload offset past the end") {
@@ -204,7 +204,7 @@ TEST_CASE("damaged packages are rejected with an error naming the field") {
     put64(&bad[e0 + e_payload_offset], good.size() + 64 * 10);
     reseal(bad);
     const error e = parse_error(bad);
-    CHECK(e.code == errc::malformed);
+    CHECK(e.reason == errc::malformed);
     CHECK(contains(e.message, "entry 0 (sm_75, module 'vadd')"));
     CHECK(contains(e.message, "payload"));
   }
@@ -236,7 +236,7 @@ TEST_CASE("damaged packages are rejected with an error naming the field") {
     auto bad = good;
     bad[e0 + e_kind] = 9;
     reseal(bad);
-    CHECK(parse_error(bad).code == errc::unknown_kind);
+    CHECK(parse_error(bad).reason == errc::unknown_kind);
     bad = good;
     bad[e0 + e_codec] = 7;
     reseal(bad);
@@ -279,8 +279,8 @@ TEST_CASE("damaged packages are rejected with an error naming the field") {
     REQUIRE(pv2);  // tables are intact
     auto raw = pv2->decompress(2);
     REQUIRE_FALSE(raw);
-    CHECK(raw.err().code == errc::checksum);
-    CHECK(contains(raw.err().message, "bad.fpk: entry 2 (sm_90, module 'vadd')"));
+    CHECK(raw.error().reason == errc::checksum);
+    CHECK(contains(raw.error().message, "bad.fpk: entry 2 (sm_90, module 'vadd')"));
     CHECK_FALSE(pv2->verify());
   }
 }
@@ -316,7 +316,7 @@ TEST_CASE("a future minor version with larger records and unknown fields still r
   v13[0x90] = 0xCD;  // a header field v1.0 does not know
   reseal(v13);
   auto r = package_view::parse(byte_span(v13), "v13.fpk");
-  REQUIRE_MESSAGE(r, r.err().message);
+  REQUIRE_MESSAGE(r, r.error().message);
   CHECK(r->version_minor() == 3);
   CHECK(r->entries().size() == n);
   CHECK(r->verify());

@@ -26,14 +26,14 @@ int main(int argc, char** argv) {
     std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     auto imported = import_input(byte_span(bytes), argv[i], "vadd");
     if (!imported) {
-      std::fprintf(stderr, "%s\n", imported.err().message.c_str());
+      std::fprintf(stderr, "%s\n", imported.error().message.c_str());
       return 1;
     }
     for (auto& e : imported.value()) entries.push_back(std::move(e));
   }
   auto fatbin = write_fatbin(entries);
   if (!fatbin) {
-    std::fprintf(stderr, "write_fatbin: %s\n", fatbin.err().message.c_str());
+    std::fprintf(stderr, "write_fatbin: %s\n", fatbin.error().message.c_str());
     return 1;
   }
   std::ofstream out(argv[1], std::ios::binary | std::ios::trunc);

@@ -70,7 +70,7 @@ std::vector<raw_entry> split_fatbin(const bytes& fb) {
 error import_error(const bytes& b, const std::string& source = "x.bin") {
   auto r = import_input(byte_span(b), source, "m");
   REQUIRE_FALSE(r.has_value());
-  return r.err();
+  return r.error();
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -131,7 +131,7 @@ TEST_CASE("parse_cubin: SM, a/f variant, kernels and toolkit of real nvcc 13.0 c
     CAPTURE(r.file);
     const bytes b = art(r.file);
     auto ci = parse_cubin(byte_span(b), r.file);
-    REQUIRE_MESSAGE(ci.has_value(), (ci ? "" : ci.err().message));
+    REQUIRE_MESSAGE(ci.has_value(), (ci ? "" : ci.error().message));
     CHECK(ci->target == r.t);
     CHECK(ci->target.str() == std::string(r.file).substr(std::string(r.file).find("sm_"),
                                                          std::string(r.file).rfind('.') - std::string(r.file).find("sm_")));
@@ -171,22 +171,22 @@ TEST_CASE("parse_cubin rejects damaged ELF with errors naming source and field")
   auto err = [](const bytes& b) {
     auto r = parse_cubin(byte_span(b), "bad.cubin");
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.err().message.rfind("bad.cubin: ", 0) == 0);
-    return r.err();
+    CHECK(r.error().message.rfind("bad.cubin: ", 0) == 0);
+    return r.error();
   };
-  CHECK(err(data("elf_header_truncated.cubin")).code == errc::truncated);
+  CHECK(err(data("elf_header_truncated.cubin")).reason == errc::truncated);
   const error shdr = err(data("shdr_past_end.cubin"));
-  CHECK(shdr.code == errc::truncated);
+  CHECK(shdr.reason == errc::truncated);
   CHECK(contains(shdr.message, "section header table"));
   const error sec = err(data("section_past_end.cubin"));
-  CHECK(sec.code == errc::truncated);
+  CHECK(sec.reason == errc::truncated);
   CHECK(contains(sec.message, "section 3"));
   const error sym = err(data("bad_symbol_name.cubin"));
-  CHECK(sym.code == errc::malformed);
+  CHECK(sym.reason == errc::malformed);
   CHECK(contains(sym.message, "st_name"));
-  CHECK(err(data("host_elf.o")).code == errc::bad_magic);
-  CHECK(err(text("not an elf")).code == errc::bad_magic);
-  CHECK(err(bytes{}).code == errc::bad_magic);
+  CHECK(err(data("host_elf.o")).reason == errc::bad_magic);
+  CHECK(err(text("not an elf")).reason == errc::bad_magic);
+  CHECK(err(bytes{}).reason == errc::bad_magic);
 
   // The committed well-formed mini cubin parses (it is the base of the damaged ones).
   auto sm99 = parse_cubin(byte_span(data("sm_99.cubin")), "sm_99.cubin");
@@ -220,7 +220,7 @@ TEST_CASE("parse_cubin rejects damaged ELF with errors naming source and field")
     }
     REQUIRE(patched);
     auto r = parse_cubin(byte_span(b), "nobits");
-    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
     CHECK(r->target.arch == 90);
   }
   SUBCASE("corrupting header and section table bytes never crashes") {
@@ -234,7 +234,7 @@ TEST_CASE("parse_cubin rejects damaged ELF with errors naming source and field")
         bytes b = full;
         b[at] = v;
         auto r = parse_cubin(byte_span(b), "fuzz");
-        if (!r) CHECK(r.err().message.rfind("fuzz: ", 0) == 0);
+        if (!r) CHECK(r.error().message.rfind("fuzz: ", 0) == 0);
       }
   }
 }
@@ -253,7 +253,7 @@ TEST_CASE("parse_ptx: ISA, target and kernels of real nvcc output") {
   for (const auto& r : rows) {
     CAPTURE(r.file);
     auto pi = parse_ptx(byte_span(art(r.file)), r.file);
-    REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.err().message));
+    REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.error().message));
     CHECK(pi->target == r.t);
     CHECK(pi->isa == ptx_isa{9, 0});
     CHECK(pi->kernels == std::vector<std::string>{"vadd", "saxpy"});  // order of appearance
@@ -281,7 +281,7 @@ TEST_CASE("parse_ptx is not fooled by comments, strings and layout") {
       ".entry third(){ret;}\n"
       ".entry first(){ret;}\n";  // a duplicate is listed once
   auto pi = parse_ptx(byte_span(text(src)), "t.ptx");
-  REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.err().message));
+  REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.error().message));
   CHECK(pi->isa == ptx_isa{8, 7});
   CHECK(pi->target == ptx(90, A));
   CHECK(pi->kernels == std::vector<std::string>{"first", "second", "third"});
@@ -294,15 +294,15 @@ TEST_CASE("parse_ptx is not fooled by comments, strings and layout") {
   auto err = [](const std::string& s) {
     auto r = parse_ptx(byte_span(text(s)), "p.ptx");
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.err().message.rfind("p.ptx: ", 0) == 0);
-    return r.err();
+    CHECK(r.error().message.rfind("p.ptx: ", 0) == 0);
+    return r.error();
   };
   CHECK(contains(err(".target sm_90\n").message, ".version"));
   CHECK(contains(err(".version 9.0\n").message, ".target"));
   CHECK(contains(err(".version 9.0\n.target compute_90\n").message, ".target"));
   CHECK(contains(err(".version 9.0\n.target sm_9z\n").message, "sm_9z"));
   CHECK(contains(err(".version 9.0\n.target sm_90\n.entry (\n").message, ".entry"));
-  CHECK(err("").code == errc::malformed);
+  CHECK(err("").reason == errc::malformed);
   CHECK(contains(err(std::string(".version 9.0\n.target sm_90\0x", 28)).message, "NUL"));
   CHECK(contains(err(std::string(".version 9.0\n.target sm_90\n\"open")).message, "string"));
 
@@ -310,16 +310,16 @@ TEST_CASE("parse_ptx is not fooled by comments, strings and layout") {
     CAPTURE(f);
     auto r = parse_ptx(byte_span(data(f)), f);
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.err().code == errc::malformed);
+    CHECK(r.error().reason == errc::malformed);
   }
-  CHECK(contains(parse_ptx(byte_span(data("bad_version.ptx")), "b").err().message, "line 1"));
+  CHECK(contains(parse_ptx(byte_span(data("bad_version.ptx")), "b").error().message, "line 1"));
 }
 
 // ---- nvcc fatbins ------------------------------------------------------------------------------
 
 TEST_CASE("import_fatbin: nvcc's fatbin gives the separately compiled cubins, byte for byte") {
   auto r = import_fatbin(byte_span(art("vadd.fatbin")), "vadd.fatbin");
-  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
   const auto& es = r.value();
   REQUIRE(es.size() == 4);
   // nvcc's order: sm_75, sm_80, compute_90, sm_90.
@@ -372,37 +372,37 @@ TEST_CASE("import_fatbin: ZSTD, LZ4 block and LZ4 frame entries decompress to th
   };
   SUBCASE("ZSTD (-Xfatbin -compress-all)") {
     auto r = import_fatbin(byte_span(art("vadd.compressed.fatbin")), "vadd.compressed.fatbin");
-    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
     same_as_plain(r.value(), {0, 1, 2, 3});
   }
   SUBCASE("LZ4 block (-compress-mode=speed)") {
     const bytes fb = art("inputs/vadd.lz4.fatbin");
     CHECK((rd64(fb, 16 + 0x28) & 0xF000) == 0x2000);
     auto r = import_fatbin(byte_span(fb), "vadd.lz4.fatbin");
-    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
     same_as_plain(r.value(), {0, 1, 2, 3});
   }
   SUBCASE("LZ4 frame (--compress-algorithm=3)") {
     const bytes fb = art("inputs/vadd.lz4frame.fatbin");
     CHECK((rd64(fb, 16 + 0x28) & 0xF000) == 0x4000);
     auto r = import_fatbin(byte_span(fb), "vadd.lz4frame.fatbin");
-    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
     same_as_plain(r.value(), {3, 2});
   }
   SUBCASE("zlib (--compress-algorithm=1) is refused, naming the entry and the flag") {
     const bytes fb = art("inputs/vadd.zlib.fatbin");
     auto r = import_fatbin(byte_span(fb), "vadd.zlib.fatbin");
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.err().code == errc::unsupported);
-    CHECK(contains(r.err().message, "vadd.zlib.fatbin: entry 0 (sm_90 sass)"));
-    CHECK(contains(r.err().message, "zlib (flag 0x1000"));
+    CHECK(r.error().reason == errc::unsupported);
+    CHECK(contains(r.error().message, "vadd.zlib.fatbin: entry 0 (sm_90 sass)"));
+    CHECK(contains(r.error().message, "zlib (flag 0x1000"));
   }
 }
 
 TEST_CASE("import_fatbin: a/f flags, options and names in entry headers") {
   SUBCASE("variants") {
     auto r = import_fatbin(byte_span(art("inputs/vadd.variants.fatbin")), "v.fatbin");
-    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
     const auto& es = r.value();
     REQUIRE(es.size() == 6);
     CHECK(es[0].target == sass(90, A));
@@ -423,7 +423,7 @@ TEST_CASE("import_fatbin: a/f flags, options and names in entry headers") {
   }
   SUBCASE("-lineinfo -Xptxas -O1: PTX options trimmed, name skipped") {
     auto r = import_fatbin(byte_span(art("inputs/vadd.options.fatbin")), "o.fatbin");
-    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
     const auto& es = r.value();
     REQUIRE(es.size() == 3);
     CHECK(es[0].target == ptx(90));
@@ -436,8 +436,8 @@ TEST_CASE("import_fatbin: a/f flags, options and names in entry headers") {
   SUBCASE("LTO-IR entries are refused") {
     auto r = import_fatbin(byte_span(art("inputs/vadd.lto.fatbin")), "l.fatbin");
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.err().code == errc::unsupported);
-    CHECK(contains(r.err().message, "l.fatbin: entry 0 (lto_90 ltoir)"));
+    CHECK(r.error().reason == errc::unsupported);
+    CHECK(contains(r.error().message, "l.fatbin: entry 0 (lto_90 ltoir)"));
   }
 }
 
@@ -447,7 +447,7 @@ TEST_CASE("import_fatbin: containers back to back, and trailing zero padding") {
   both.insert(both.end(), b.begin(), b.end());
   both.resize(both.size() + 16, 0);
   auto r = import_fatbin(byte_span(both), "two");
-  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
   REQUIRE(r->size() == 8);
   CHECK(r.value()[4].raw == r.value()[0].raw);
   CHECK(r.value()[7].origin == "two: fatbin entry 7 (sm_90 sass)");
@@ -456,36 +456,36 @@ TEST_CASE("import_fatbin: containers back to back, and trailing zero padding") {
   junk.back() = 1;  // not zero padding: a container that is not one
   auto j = import_fatbin(byte_span(junk), "junk");
   REQUIRE_FALSE(j.has_value());
-  CHECK(j.err().code == errc::malformed);
+  CHECK(j.error().reason == errc::malformed);
 }
 
 TEST_CASE("import_fatbin rejects damaged fatbins, all or nothing, never crashing") {
   auto err = [](const bytes& b, const char* name) {
     auto r = import_fatbin(byte_span(b), name);
     REQUIRE_FALSE(r.has_value());
-    CHECK(r.err().message.rfind(std::string(name) + ": ", 0) == 0);
-    return r.err();
+    CHECK(r.error().message.rfind(std::string(name) + ": ", 0) == 0);
+    return r.error();
   };
   const error past = err(data("entry_past_end.fatbin"), "e.fatbin");
-  CHECK(past.code == errc::truncated);
+  CHECK(past.reason == errc::truncated);
   CHECK(contains(past.message, "entry 0"));
   CHECK(contains(past.message, "payload size 0x10000"));
-  CHECK(err(data("container_past_end.fatbin"), "c.fatbin").code == errc::truncated);
+  CHECK(err(data("container_past_end.fatbin"), "c.fatbin").reason == errc::truncated);
   const error zstd = err(data("bad_zstd.fatbin"), "z.fatbin");
-  CHECK(zstd.code == errc::codec);
+  CHECK(zstd.reason == errc::codec);
   CHECK(contains(zstd.message, "z.fatbin: entry 0 (sm_90 sass)"));
-  CHECK(err(data("bad_lz4.fatbin"), "l.fatbin").code == errc::codec);
+  CHECK(err(data("bad_lz4.fatbin"), "l.fatbin").reason == errc::codec);
   const error zlib = err(data("zlib.fatbin"), "zl.fatbin");
-  CHECK(zlib.code == errc::unsupported);
+  CHECK(zlib.reason == errc::unsupported);
   CHECK(contains(zlib.message, "0x1000"));
-  CHECK(err(data("a_and_f.fatbin"), "af.fatbin").code == errc::malformed);
-  CHECK(err(bytes{0x50, 0xed, 0x55, 0xba}, "short").code == errc::truncated);
+  CHECK(err(data("a_and_f.fatbin"), "af.fatbin").reason == errc::malformed);
+  CHECK(err(bytes{0x50, 0xed, 0x55, 0xba}, "short").reason == errc::truncated);
 
   SUBCASE("header and payload sizes that disagree with the data") {
     bytes fb = art("vadd.compressed.fatbin");
     bytes wrong_usize = fb;
     wrong_usize[16 + 0x38] ^= 0x10;  // ZSTD frame declares another size
-    CHECK(err(wrong_usize, "u").code == errc::malformed);
+    CHECK(err(wrong_usize, "u").reason == errc::malformed);
     bytes wrong_arch = art("vadd.fatbin");
     wrong_arch[16 + 0x1C] = 80;  // sm_75 cubin labelled sm_80
     CHECK(contains(err(wrong_arch, "a").message, "e_flags say sm_75"));
@@ -509,7 +509,7 @@ TEST_CASE("import_fatbin rejects damaged fatbins, all or nothing, never crashing
         bytes b = full;
         b[at] ^= 0xA5;
         auto r = import_fatbin(byte_span(b), "fuzz");
-        if (!r) CHECK(r.err().message.rfind("fuzz: ", 0) == 0);
+        if (!r) CHECK(r.error().message.rfind("fuzz: ", 0) == 0);
       }
     }
   }
@@ -535,10 +535,10 @@ TEST_CASE("import_fatbin decodes an LZ4 frame that declares its content size") {
   fb.resize(16 + 64 + (n + 7) / 8 * 8, 0);
   wr64(fb, 8, fb.size() - 16);
   auto r = import_fatbin(byte_span(fb), "f");
-  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
   CHECK(r.value()[0].raw == cubin);
   wr64(fb, 16 + 0x38, cubin.size() - 8);  // header says less than the frame holds
-  CHECK(import_fatbin(byte_span(fb), "f").err().code == errc::codec);
+  CHECK(import_fatbin(byte_span(fb), "f").error().reason == errc::codec);
 }
 
 // ---- import_input ------------------------------------------------------------------------------
@@ -577,28 +577,28 @@ TEST_CASE("import_input dispatches on content and names the module") {
   }
   SUBCASE("errors") {
     const error unknown = import_error(data("garbage.bin"), "x.bin");
-    CHECK(unknown.code == errc::unknown_kind);
+    CHECK(unknown.reason == errc::unknown_kind);
     CHECK(unknown.message == "x.bin: not a cubin, PTX or nvcc fatbin (first bytes: 12 34 56 78 9a bc de f0 ..)");
     const error host = import_error(data("host_elf.o"), "host.o");
-    CHECK(host.code == errc::unknown_kind);
+    CHECK(host.reason == errc::unknown_kind);
     CHECK(host.message == "host.o: not a cubin, PTX or nvcc fatbin (an ELF64 file for e_machine 62; cubins are ELF64 "
                           "for 190, EM_CUDA)");
     const error empty = import_error(bytes{}, "e.bin");
-    CHECK(empty.code == errc::unknown_kind);
+    CHECK(empty.reason == errc::unknown_kind);
     CHECK(contains(empty.message, "e.bin: empty"));
     bytes pkg(package_magic, package_magic + 8);
     pkg.resize(64, 0);
     const error package = import_error(pkg, "p.fpk");
-    CHECK(package.code == errc::unknown_kind);
+    CHECK(package.reason == errc::unknown_kind);
     CHECK(contains(package.message, "p.fpk: "));
     CHECK(contains(package.message, "fatpack package"));
     const error sm99 = import_error(data("sm_99.cubin"), "sm_99.cubin");
-    CHECK(sm99.code == errc::unsupported);
+    CHECK(sm99.reason == errc::unsupported);
     CHECK(sm99.message == "sm_99.cubin: cubin for sm_99, an architecture CUDA 13.0 does not know");
-    CHECK(import_error(art("inputs/vadd.lto.fatbin"), "l").code == errc::unsupported);
-    CHECK(import_error(bytes{0xED, 0x43, 0x4E, 0x7F, 1, 2, 3, 4}, "l").code == errc::unsupported);
-    CHECK(import_error(data("shdr_past_end.cubin"), "s.cubin").code == errc::truncated);
-    CHECK(import_error(data("entry_past_end.fatbin"), "e.fatbin").code == errc::truncated);
+    CHECK(import_error(art("inputs/vadd.lto.fatbin"), "l").reason == errc::unsupported);
+    CHECK(import_error(bytes{0xED, 0x43, 0x4E, 0x7F, 1, 2, 3, 4}, "l").reason == errc::unsupported);
+    CHECK(import_error(data("shdr_past_end.cubin"), "s.cubin").reason == errc::truncated);
+    CHECK(import_error(data("entry_past_end.fatbin"), "e.fatbin").reason == errc::truncated);
   }
 }
 
@@ -608,7 +608,7 @@ namespace {
 
 entry_input load(const std::string& artifact) {
   auto r = import_input(byte_span(art(artifact)), artifact, "vadd");
-  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.err().message));
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
   REQUIRE(r->size() == 1);
   return std::move(r->front());
 }
@@ -621,7 +621,7 @@ TEST_CASE("write_fatbin writes what fatbinary -compress=false writes") {
                                        load("inputs/vadd.sm_100.cubin"), load("inputs/vadd.sm_100f.cubin"),
                                        load("vadd.compute_90.ptx")};
   auto ours = write_fatbin(in);
-  REQUIRE_MESSAGE(ours.has_value(), (ours ? "" : ours.err().message));
+  REQUIRE_MESSAGE(ours.has_value(), (ours ? "" : ours.error().message));
   const bytes ref = art("inputs/vadd.reference.fatbin");
   CHECK(std::equal(ours->begin(), ours->begin() + 8, ref.begin()));  // magic, version, header size
   const auto a = split_fatbin(ours.value()), b = split_fatbin(ref);
@@ -649,11 +649,11 @@ TEST_CASE("write_fatbin -> import_fatbin round trip") {
                                  load("vadd.compute_80.ptx"),       load("inputs/vadd.compute_120f.ptx")};
   in[4].options = "-O1 --generate-line-info";
   auto fb = write_fatbin(in);
-  REQUIRE_MESSAGE(fb.has_value(), (fb ? "" : fb.err().message));
+  REQUIRE_MESSAGE(fb.has_value(), (fb ? "" : fb.error().message));
   CHECK(detect_input(byte_span(fb.value())) == input_kind::nvcc_fatbin);
   CHECK(fb->size() % 8 == 0);
   auto back = import_fatbin(byte_span(fb.value()), "out.fatbin");
-  REQUIRE_MESSAGE(back.has_value(), (back ? "" : back.err().message));
+  REQUIRE_MESSAGE(back.has_value(), (back ? "" : back.error().message));
   REQUIRE(back->size() == in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     CAPTURE(in[i].origin);
@@ -675,12 +675,12 @@ TEST_CASE("write_fatbin refuses what it cannot write faithfully") {
   auto err = [](std::vector<entry_input> in) {
     auto r = write_fatbin(in);
     REQUIRE_FALSE(r.has_value());
-    return r.err();
+    return r.error();
   };
-  CHECK(err({}).code == errc::invalid_argument);
+  CHECK(err({}).reason == errc::invalid_argument);
   entry_input lto = load("vadd.sm_90.cubin");
   lto.target = {entry_kind::ltoir, 90, arch_variant::plain};
-  CHECK(err({lto}).code == errc::invalid_argument);
+  CHECK(err({lto}).reason == errc::invalid_argument);
   entry_input wrong_sm = load("vadd.sm_90.cubin");
   wrong_sm.target = sass(80);
   CHECK(contains(err({wrong_sm}).message, "entry 0 (sm_80 sass)"));
@@ -692,8 +692,8 @@ TEST_CASE("write_fatbin refuses what it cannot write faithfully") {
   CHECK(contains(err({load("vadd.sm_90.cubin"), wrong_ptx}).message, "entry 1 (compute_90a ptx)"));
   entry_input wrong_isa = load("vadd.compute_90.ptx");
   wrong_isa.ptx_isa = {8, 8};
-  CHECK(err({wrong_isa}).code == errc::invalid_argument);
+  CHECK(err({wrong_isa}).reason == errc::invalid_argument);
   entry_input garbage = load("vadd.sm_90.cubin");
   garbage.raw.resize(100);
-  CHECK(err({garbage}).code == errc::truncated);
+  CHECK(err({garbage}).reason == errc::truncated);
 }

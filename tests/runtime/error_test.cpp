@@ -105,6 +105,6 @@ TEST_CASE("errc is a std::error_code enum of the fatpack category") {
 TEST_CASE("error::reason: shown after the code in what()") {
   fatpack::error e{fatpack::errc::bad_package, 0, "a.fpk: entry 0 runs past the end"};
   CHECK(printed(e.what()) == "fatpack: bad_package: a.fpk: entry 0 runs past the end");
-  e.reason = "truncated";
+  e.reason = fatpack::fault::truncated;
   CHECK(printed(e.what()) == "fatpack: bad_package (truncated): a.fpk: entry 0 runs past the end");
 }

@@ -77,14 +77,14 @@ void add_package(const std::string& name, const std::vector<std::string>& items)
     if (at != std::string::npos) bytes = with_version(bytes, item.substr(at + 1));
     auto r = core::import_input(core::byte_span(bytes), item, name);
     if (!r) {
-      std::printf("FAIL: import %s: %s\n", item.c_str(), r.err().message.c_str());
+      std::printf("FAIL: import %s: %s\n", item.c_str(), r.error().message.c_str());
       std::exit(1);
     }
     for (auto& e : r.value()) entries.push_back(std::move(e));
   }
   auto pkg = core::write_package(name, entries, core::pack_options{});
   if (!pkg) {
-    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.err().message.c_str());
+    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
     std::exit(1);
   }
   auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);

@@ -84,7 +84,7 @@ TEST_CASE("the fake JIT's cubin parses with core::parse_cubin") {
     fatpack::core::byte_span bytes(out->sass.data(), out->sass.size());
     CHECK(fatpack::core::detect_input(bytes) == fatpack::core::input_kind::cubin);
     auto ci = fatpack::core::parse_cubin(bytes, "fake jit output");
-    REQUIRE_MESSAGE(ci.has_value(), (ci ? "" : ci.err().message));
+    REQUIRE_MESSAGE(ci.has_value(), (ci ? "" : ci.error().message));
     CHECK(ci->target.kind == fatpack::core::entry_kind::sass);
     CHECK(ci->target.arch == dev.arch);
     CHECK(ci->target.variant == fatpack::core::arch_variant::plain);

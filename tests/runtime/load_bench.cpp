@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   }
   auto imported = core::import_input(core::byte_span(cubin), cubin_path, "bench");
   if (!imported) {
-    std::printf("import: %s\n", imported.err().message.c_str());
+    std::printf("import: %s\n", imported.error().message.c_str());
     return 1;
   }
   std::vector<std::string> kernels = imported->front().kernels;
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     o.codec = v.codec;
     auto pkg = core::write_package(std::string("bench_") + v.name, entries, o);
     if (!pkg) {
-      std::printf("write_package: %s\n", pkg.err().message.c_str());
+      std::printf("write_package: %s\n", pkg.error().message.c_str());
       return 1;
     }
     v.package = std::move(pkg.value());

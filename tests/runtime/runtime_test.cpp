@@ -393,14 +393,14 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   const char junk[] = "definitely not a package";
   auto bad = fatpack::add_package_memory(junk, sizeof junk, "junk");
   CHECK(bad.error().code == fatpack::errc::bad_package);
-  CHECK(bad.error().reason == "bad_magic");
+  CHECK(bad.error().reason == fatpack::fault::bad_magic);
 
   // A truncated package: bad_package, with core's finer reason kept in the error and its what().
   const auto whole = make_package("cutpkg", entries_of("cut_vadd", {"vadd.sm_90.cubin"}));
   auto cut = fatpack::add_package_memory(whole.data(), whole.size() / 2, "cut");
   REQUIRE_FALSE(cut.ok());
   CHECK(cut.error().code == fatpack::errc::bad_package);
-  CHECK(cut.error().reason == "truncated");
+  CHECK(cut.error().reason == fatpack::fault::truncated);
   CHECK(std::string(cut.error().what()).rfind("fatpack: bad_package (truncated): ", 0) == 0);
   CHECK(cut.error().code_as_std() == fatpack::errc::bad_package);
 

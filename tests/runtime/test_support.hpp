@@ -87,7 +87,7 @@ inline std::vector<fatpack::core::entry_input> entries_of(const std::string& mod
       bytes.insert(bytes.end(), c.begin(), c.end());
     }
     auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), item, module);
-    REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : r.err().message));
+    REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : r.error().message));
     for (auto& e : r.value()) {
       e.module_name = module;
       out.push_back(std::move(e));
@@ -102,7 +102,7 @@ inline std::vector<std::uint8_t> make_package(const std::string& name,
   fatpack::core::pack_options o;
   o.codec = codec;
   auto r = fatpack::core::write_package(name, entries, o);
-  REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : r.err().message));
+  REQUIRE_MESSAGE(r.has_value(), (r.has_value() ? std::string() : r.error().message));
   return std::move(r.value());
 }
 

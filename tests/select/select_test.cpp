@@ -495,8 +495,8 @@ TEST_CASE("target: junk is an invalid_argument error naming the text") {
     CAPTURE(junk);
     auto t = target::parse(junk);
     REQUIRE_FALSE(t.has_value());
-    CHECK(t.err().code == errc::invalid_argument);
-    CHECK(t.err().message.find("'" + std::string(junk) + "'") != std::string::npos);
+    CHECK(t.error().reason == errc::invalid_argument);
+    CHECK(t.error().message.find("'" + std::string(junk) + "'") != std::string::npos);
   }
 }
 
@@ -533,8 +533,8 @@ TEST_CASE("CUDA versions: cuDriverGetVersion numbers <-> text") {
     CAPTURE(junk);
     auto v = parse_cuda_version(junk);
     REQUIRE_FALSE(v.has_value());
-    CHECK(v.err().code == errc::invalid_argument);
-    CHECK(v.err().message.find("'" + std::string(junk) + "'") != std::string::npos);
+    CHECK(v.error().reason == errc::invalid_argument);
+    CHECK(v.error().message.find("'" + std::string(junk) + "'") != std::string::npos);
   }
 }
 

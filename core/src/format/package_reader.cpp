@@ -219,7 +219,7 @@ status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned 
     return fail(errc::checksum, "stored payload checksum mismatch (stored " + hex(e.stored_xxh3) + ", computed " +
                                     hex(stored_hash) + ")");
   status st = core::decompress(e.codec, e.block_size, stored, out, e.raw_size, threads);
-  if (!st) return fail(st.err().code, std::string(codec_name(e.codec)) + ": " + st.err().message);
+  if (!st) return fail(st.error().reason, std::string(codec_name(e.codec)) + ": " + st.error().message);
   if (c == check::stored) return {};
   const std::uint64_t raw_hash = xxh3(byte_span(out, std::size_t(e.raw_size)));
   if (raw_hash != e.raw_xxh3)
@@ -237,14 +237,14 @@ result<std::vector<std::uint8_t>> package_view::decompress(std::size_t i, unsign
                                            std::to_string(entries_.at(i).raw_size) + " bytes cannot be allocated");
   }
   status st = decompress_into(i, out.data(), threads);
-  if (!st) return st.err();
+  if (!st) return st.error();
   return out;
 }
 
 status package_view::verify() const {
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     auto r = decompress(i);
-    if (!r) return r.err();
+    if (!r) return r.error();
   }
   return {};
 }
@@ -258,7 +258,7 @@ status for_each_package(byte_span bytes, std::string_view source, const std::fun
     if (count > 0 && all_zero(bytes.data + off, std::size_t(bytes.size - off))) break;
     const std::string where = off == 0 ? std::string(source) : std::string(source) + "+" + hex(off);
     auto pv = package_view::parse(bytes.subspan(std::size_t(off), std::size_t(bytes.size - off)), where);
-    if (!pv) return pv.err();
+    if (!pv) return pv.error();
     off += pv->total_size();  // a multiple of 64 and at least the header: the walk always advances
     ++count;
     if (auto st = fn(std::move(pv).value()); !st) return st;
@@ -273,7 +273,7 @@ result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_vi
         return status{};
       });
       !st)
-    return st.err();
+    return st.error();
   return out;
 }
 
@@ -298,7 +298,7 @@ std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<e
         off = pos + pv->total_size();
         continue;
       }
-      if (skipped) skipped->push_back(pv.err());
+      if (skipped) skipped->push_back(pv.error());
     }
     off = pos + 1;
   }

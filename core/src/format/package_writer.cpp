@@ -59,7 +59,7 @@ result<std::vector<std::uint8_t>> write_package(const std::string& name, const s
 
   string_table strings;
   auto name_ref = strings.add(name);
-  if (!name_ref) return std::move(name_ref).err();
+  if (!name_ref) return std::move(name_ref).error();
 
   struct prepared {
     std::vector<std::uint8_t> payload;
@@ -75,7 +75,7 @@ result<std::vector<std::uint8_t>> write_package(const std::string& name, const s
                    : options.block_size        ? options.block_size
                                                : default_block_size(options.codec);
     auto payload = compress(options.codec, options.level, p.block_size, byte_span(e.raw));
-    if (!payload) return error{payload.err().code, e.origin + ": " + payload.err().message};
+    if (!payload) return make_error(payload.error().reason, e.origin + ": " + payload.error().message);
     p.payload = std::move(payload).value();
     auto m = strings.add(e.module_name);
     auto o = strings.add(e.options);
@@ -95,7 +95,7 @@ result<std::vector<std::uint8_t>> write_package(const std::string& name, const s
     } else {
       joined.pop_back();  // string_table::add appends the final NUL
       auto k = strings.add(joined);
-      if (!k) return std::move(k).err();
+      if (!k) return std::move(k).error();
       p.kernels = {k->first, k->second + 1};
     }
     p.kernel_count = std::uint32_t(e.kernels.size());

@@ -315,7 +315,7 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
           return fail(errc::malformed, where + ": compressed size " + hex(h.compressed_size) + " (0x10) is 0 or exceeds "
                                                    "the payload size " + hex(h.padded_size));
         auto d = decompress_payload(codec_bits, payload.subspan(0, h.compressed_size), h.uncompressed_size, src + ": " + where);
-        if (!d) return std::move(d).err();
+        if (!d) return std::move(d).error();
         raw = std::move(d.value());
       } else {
         raw.assign(payload.begin(), payload.end());
@@ -327,7 +327,7 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
       const std::string image_source = src + ": " + where;
       if (t.kind == entry_kind::sass) {
         auto ci = parse_cubin(byte_span(raw), image_source);
-        if (!ci) return std::move(ci).err();
+        if (!ci) return std::move(ci).error();
         if (ci->target.arch != t.arch)
           return fail(errc::malformed, where + ": the header says " + t.str() + " but the cubin's e_flags say sm_" +
                                            std::to_string(ci->target.arch));
@@ -345,7 +345,7 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
       } else {
         raw.resize(detail::ptx_text_size(byte_span(raw)));
         auto pi = parse_ptx(byte_span(raw), image_source);
-        if (!pi) return std::move(pi).err();
+        if (!pi) return std::move(pi).error();
         if (pi->target != t)
           return fail(errc::malformed, where + ": the header says " + t.str() + " but the PTX's .target says " +
                                            pi->target.str());

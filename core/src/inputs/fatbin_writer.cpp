@@ -89,7 +89,7 @@ result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& e
 
     if (e.target.kind == entry_kind::sass) {
       auto ci = parse_cubin(byte_span(e.raw), where);
-      if (!ci) return std::move(ci).err();
+      if (!ci) return std::move(ci).error();
       if (ci->target.arch != e.target.arch)
         return fail(errc::invalid_argument, "the cubin's e_flags say sm_" + std::to_string(ci->target.arch));
       if (ci->target.variant == arch_variant::arch_specific && e.target.variant != arch_variant::arch_specific)
@@ -105,7 +105,7 @@ result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& e
     } else if (e.target.kind == entry_kind::ptx) {
       const std::size_t text = detail::ptx_text_size(byte_span(e.raw));
       auto pi = parse_ptx(byte_span(e.raw.data(), text), where);
-      if (!pi) return std::move(pi).err();
+      if (!pi) return std::move(pi).error();
       if (pi->target != e.target)
         return fail(errc::invalid_argument, "the PTX's .target says " + pi->target.str());
       if (e.ptx_isa.known() && !(e.ptx_isa == pi->isa))

@@ -90,7 +90,7 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
   switch (detect_input(bytes)) {
     case input_kind::cubin: {
       auto ci = parse_cubin(bytes, source);
-      if (!ci) return std::move(ci).err();
+      if (!ci) return std::move(ci).error();
       entry_input e;
       e.target = ci->target;
       e.toolkit_version = ci->toolkit_version;
@@ -104,7 +104,7 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
       // Stored without trailing NULs (docs/format.md); the runtime appends one for the driver.
       const byte_span text(bytes.data, detail::ptx_text_size(bytes));
       auto pi = parse_ptx(text, source);
-      if (!pi) return std::move(pi).err();
+      if (!pi) return std::move(pi).error();
       entry_input e;
       e.target = pi->target;
       e.ptx_isa = pi->isa;
@@ -117,7 +117,7 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
     }
     case input_kind::nvcc_fatbin: {
       auto entries = import_fatbin(bytes, source);
-      if (!entries) return std::move(entries).err();
+      if (!entries) return std::move(entries).error();
       out = std::move(entries.value());
       break;
     }
@@ -141,7 +141,7 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
   }
   for (auto& e : out) {
     status st = check_known_sass(e, e.origin);
-    if (!st) return st.err();
+    if (!st) return st.error();
     e.module_name = module_name;
   }
   return out;

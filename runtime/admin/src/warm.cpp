@@ -31,7 +31,7 @@ const char* outcome_name(warm_item::outcome o) noexcept {
 
 result<std::uint32_t> parse_warm_target(const std::string& text) {
   auto cc = core::parse_compute_capability(text, core::cc_suffix::ignore);
-  if (!cc) return error{errc::invalid_argument, 0, cc.err().message, {}};
+  if (!cc) return error{errc::invalid_argument, 0, cc.error().message, {}};
   return *cc;
 }
 

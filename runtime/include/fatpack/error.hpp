@@ -46,6 +46,33 @@ enum class errc : int {
 // "no_driver", "jit_failed", ...
 FATPACK_API const char* errc_name(errc code) noexcept;
 
+// What exactly was wrong with bytes from outside (a package, an image, nvcc output), as the readers
+// in core (fatpack/core) name it: core's functions return the same error type, with this as
+// error::reason and the code derived from it (io -> errc::io, invalid_argument ->
+// errc::invalid_argument, any other -> errc::bad_package). none for every other error.
+enum class fault : int {
+  none = 0,
+  io,                   // a file could not be read or written
+  truncated,            // input ends before a structure it declares
+  bad_magic,            // not the expected kind of file
+  unsupported_version,
+  malformed,            // an offset, size or field is out of range or inconsistent
+  checksum,             // an XXH3 does not match
+  codec,                // compressed data could not be decoded
+  unknown_kind,         // input kind not recognised
+  unsupported,          // valid input fatpack cannot handle (e.g. an unknown NVIDIA compression)
+  invalid_argument,     // a caller passed something meaningless (unknown target string, ...)
+};
+// "truncated", "checksum", ... ("none" for fault::none). Stable: tests and scripts match on them.
+FATPACK_API const char* fault_name(fault f) noexcept;
+// The code an error with this fault has (see fault).
+constexpr errc code_of(fault f) noexcept {
+  return f == fault::none ? errc::ok
+         : f == fault::io ? errc::io
+         : f == fault::invalid_argument ? errc::invalid_argument
+                                        : errc::bad_package;
+}
+
 // errc as a std::error_code: category name "fatpack", message(int) is errc_name() ("jit_failed"),
 // so `std::error_code ec = fatpack::errc::io;` and `ec == fatpack::errc::io` work.
 FATPACK_API const std::error_category& error_category() noexcept;
@@ -58,14 +85,16 @@ struct error {
   int cuda_status = 0;   // the CUresult that caused it, 0 when none
   std::string message;   // one paragraph, names what failed and where
   std::string log;       // JIT info/error log, may be empty
-  // bad_package/io from a package or image: what was wrong, as core's reader names it ("truncated",
-  // "bad_magic", "unsupported_version", "malformed", "checksum", "codec", "unknown_kind",
-  // "unsupported", "io"); empty when there is no finer reason. what() shows it after the code.
-  std::string reason;
+  // From bytes outside the program (a package, an image, nvcc output): what exactly was wrong, as
+  // core's readers name it; fault::none when there is no finer reason. what() shows it after the
+  // code: "fatpack: bad_package (truncated): ...".
+  fault reason = fault::none;
 
   error() = default;
   error(errc c, int status, std::string msg = {}, std::string jit_log = {})
       : code(c), cuda_status(status), message(std::move(msg)), log(std::move(jit_log)) {}
+  // An error about outside bytes: the code derived from `f` (code_of), `f` kept as the reason.
+  error(fault f, std::string msg) : code(code_of(f)), message(std::move(msg)), reason(f) {}
 
   // "fatpack: <code>: <message>", then the log indented when there is one; like
   // std::exception::what(), a NUL-terminated string (printf("%s", e.what()) is fine). The text is
@@ -86,7 +115,8 @@ struct error {
     std::mutex mu;
     bool valid = false;
     errc code = errc::ok;
-    std::string message, log, reason, text;
+    fault reason = fault::none;
+    std::string message, log, text;
   };
   mutable what_cache what_;
 };

@@ -77,7 +77,7 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
   }
   auto payload = core::compress(core::codec::lz4, lz4_level, block_size, cubin);
   if (!payload) {
-    why = payload.err().message;
+    why = payload.error().message;
     return std::nullopt;
   }
   const std::size_t texts = key.code.text.size() + key.driver.text.size();
@@ -184,7 +184,7 @@ std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, cons
   if (auto st = core::decompress(core::codec::lz4, h.block_size, core::byte_span(payload, h.payload_size), cubin.data(),
                                  h.cubin_size, threads);
       !st) {
-    problem = "LZ4 payload does not decode: " + st.err().message;
+    problem = "LZ4 payload does not decode: " + st.error().message;
     return std::nullopt;
   }
   if (XXH3_64bits(cubin.data(), cubin.size()) != h.cubin_xxh3) {

@@ -187,9 +187,7 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
   std::vector<std::uint8_t> ptx(static_cast<std::size_t>(e.raw_size) + 1);
   if (auto s = req.package->view.decompress_into(req.entry, ptx.data(), std::min(8u, os::hardware_threads())); !s) {
-    error bad{errc::bad_package, 0, s.err().message};
-    bad.reason = core::errc_name(s.err().code);
-    return bad;
+    return s.error();  // bad_package with the fault (checksum, codec, ...) as its reason
   }
   ptx.back() = 0;
   decompress_ms = sw.ms();

@@ -176,7 +176,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         } else if (auto s = me.package->view.decompress_into(c.entry, raw->data(), decompress_threads(),
                                                                    core::package_view::check::stored);
                    !s) {
-          bad = s.err().message;
+          bad = s.error().message;
         }
         image = raw ? raw->data() : nullptr;
       }

@@ -32,9 +32,12 @@ namespace fatpack::detail {
 
 namespace {
 
+// Core's errors are the runtime's (one type): a core error about a package is a bad_package (or io)
+// with its fault as the reason. An invalid_argument from core (a caller's mistake inside fatpack)
+// still names a package problem here.
 error from_core(const core::error& e) {
-  error out{e.code == core::errc::io ? errc::io : errc::bad_package, 0, e.message};
-  out.reason = core::errc_name(e.code);  // the finer reason: truncated, checksum, codec, ...
+  error out = e;
+  if (out.code == errc::invalid_argument) out.code = errc::bad_package;
   return out;
 }
 
@@ -69,7 +72,7 @@ result<std::vector<std::shared_ptr<registered_package>>> parse_all(core::byte_sp
     out.push_back(std::move(p));
     return core::status{};
   });
-  if (!st) return from_core(st.err());
+  if (!st) return from_core(st.error());
   return out;
 }
 
@@ -197,13 +200,13 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   auto kind = core::detect_input(bytes);
   if (kind == core::input_kind::fatpack_package) return add_memory(data, size, source, ownership::copy);
   auto entries = core::import_input(bytes, source, module);
-  if (!entries) return from_core(entries.err());
+  if (!entries) return from_core(entries.error());
   for (auto& e : entries.value()) e.module_name = module;
   // Stored uncompressed: the bytes are already in memory, and "decompressing" is then one copy.
   core::pack_options opts;
   opts.codec = core::codec::none;
   auto pkg = core::write_package(pkg_name, entries.value(), opts);
-  if (!pkg) return from_core(pkg.err());
+  if (!pkg) return from_core(pkg.error());
   auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(pkg.value()));
   auto parsed = parse_all(core::byte_span(owned->data(), owned->size()), source, owned);
   if (!parsed) return parsed.error();
