@@ -198,6 +198,21 @@ TEST_CASE("kill -9 of concurrent writers at random points: every read right or a
   CHECK(field(again.out, "load-all", "cache") == m);
 }
 
+TEST_CASE("a fork() child never waits for the parent's background re-JIT or stores") {
+  // The parent gets other-driver hits and queues slow re-JITs (3 s each), then forks. Before: the
+  // child's wait_cache_refresh() waited for counts only the parent's threads bring down: for ever.
+  const std::string pkg = keys_package("forkwait", 2);
+  const std::string dir = fresh_dir("forkwait"), log = dir + "/jit.log", cache = dir + "/cache";
+  auto old = probe({"--package", pkg, "load-all"}, cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13000"}}));
+  REQUIRE(field(old.out, "load-all", "jit") == 2);
+  auto r = probe({"--package", pkg, "load-all", "fork", "forkwait_m0"},
+                 cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}, {"FAKECUDA_JIT_DELAY_MS", "3000"}}));
+  INFO(r.out << r.err);
+  CHECK(field(r.out, "load-all", "cache") == 2);
+  CHECK(r.has("fork status=0 init=cuda load=cuda warm=cuda done=1 refresh=returned"));
+  CHECK(r.status == 0);
+}
+
 TEST_CASE("an entry built by another driver is used at once and re-JIT-ed in the background") {
   const std::string pkg = keys_package("stale", 3);
   const std::string dir = fresh_dir("stale"), log = dir + "/jit.log", cache = dir + "/cache";

@@ -18,9 +18,10 @@
 //            starting at module N of --rotate N; `wrong`: a kernel of the module does not resolve in
 //            the loaded SASS, i.e. bytes of another key were served)
 //   cache mode=read-write hits_exact=3 hits_other=0 misses=1 jits=1 refreshes=0 stores=1 rejected=0 ...
-//   fork status=0 init=cuda load=cuda warm=cuda message=...   (a fork() child tried init, load_module
-//            MODULE and warm().wait(); each must fail with an error saying why; the child is killed by
-//            SIGALRM after 20 s if anything hangs: status=hung)
+//   fork status=0 init=cuda load=cuda warm=cuda done=1 refresh=returned message=...   (a fork() child
+//            tried init, load_module MODULE and warm().wait(), each must fail with an error saying
+//            why, then wait_cache_refresh(), which must return; the child is killed by SIGALRM after
+//            20 s if anything hangs: status=hung)
 // Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
 //
 // Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
@@ -210,7 +211,9 @@ int main(int argc, char** argv) {
         auto h = fatpack::warm();
         auto w = h.wait();
         note("warm", w ? nullptr : &w.error());
-        out += " done=" + std::to_string(h.done() ? 1 : 0) + " message=" + message + "\n";
+        out += " done=" + std::to_string(h.done() ? 1 : 0);
+        fatpack::wait_cache_refresh();  // must return: the parent's pending work is not the child's
+        out += " refresh=returned message=" + message + "\n";
         (void)!::write(fds[1], out.data(), out.size());
         ::_exit(all_failed ? 0 : 1);
       }

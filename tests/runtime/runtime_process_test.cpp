@@ -234,7 +234,7 @@ TEST_CASE("a fork() child of a process that initialised CUDA gets a clear error 
                  fake({{"FATPACK_FORCE_PTX_JIT", "1"}, {"FATPACK_CACHE_DISABLE", "1"}}));
   INFO(r.out << r.err);
   CHECK(r.status == 0);
-  CHECK(r.has("fork status=0 init=cuda load=cuda warm=cuda done=1"));
+  CHECK(r.has("fork status=0 init=cuda load=cuda warm=cuda done=1 refresh=returned"));
   CHECK(r.has("is a fork() child of process"));
   CHECK(r.has("CUDA cannot be used in a child after the parent's cuInit"));
 }

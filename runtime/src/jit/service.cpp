@@ -282,6 +282,7 @@ void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
   });
   {
     std::lock_guard<std::mutex> lock(mu_);
+    adopt_counts_locked();
     ++stores_pending_;
   }
   std::shared_ptr<compile_guard> g(std::move(guard));
@@ -298,7 +299,24 @@ void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
   }, /*store_queue=*/true);
 }
 
+void jit_service::adopt_counts_locked() {
+  const int me = os::process_id();
+  if (work_pid_.load() == me) return;
+  // A fork() child queueing its own first work: the counts it inherited are the parent's, whose
+  // threads it does not have.
+  refresh_pending_ = stores_pending_ = 0;
+  work_pid_.store(me);
+}
+
+bool jit_service::parents_work() const {
+  const int owner = work_pid_.load();
+  return owner != 0 && owner != os::process_id();
+}
+
 bool jit_service::flush_stores(long timeout_ms) {
+  // Before any lock: in a fork() child the pending work is the parent's, and a parent thread may
+  // have held mu_ at fork time. Nothing of it will ever finish here.
+  if (parents_work()) return true;
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] { return stores_pending_ == 0; };
   if (timeout_ms < 0) {
@@ -419,6 +437,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
 void jit_service::refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    adopt_counts_locked();
     ++refresh_pending_;
   }
   background([this, req, key, nvj] {
@@ -456,6 +475,7 @@ void jit_service::refresh(const jit_request& req, const jit_key& key, const nvji
 }
 
 void jit_service::wait_refreshes() {
+  if (parents_work()) return;  // a fork() child: see flush_stores
   std::unique_lock<std::mutex> lock(mu_);
   idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0; });
 }

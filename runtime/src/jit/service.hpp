@@ -124,6 +124,10 @@ class jit_service {
   // Runs `job` on the pool (or, with `store_queue`, on the one-thread store queue), or here when it
   // cannot take the job (no thread could be started).
   void background(std::function<void()> job, bool store_queue = false);
+  // The pending counts belong to the process that queued the work (work_pid_): a fork() child
+  // resets them when it queues its own, and never waits for the parent's (parents_work()).
+  void adopt_counts_locked();
+  bool parents_work() const;
   core::thread_pool& pool();
 
   mutable std::mutex mu_;
@@ -137,6 +141,7 @@ class jit_service {
   std::size_t compiles_ = 0;
   std::size_t refresh_pending_ = 0;
   std::size_t stores_pending_ = 0;
+  std::atomic<int> work_pid_{0};  // the process whose work the pending counts are
   std::condition_variable idle_cv_;  // refresh_pending_ or stores_pending_ went down
   jit_counters counters_;
 };
