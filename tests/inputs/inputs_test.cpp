@@ -475,6 +475,11 @@ TEST_CASE("import_fatbin rejects damaged fatbins, all or nothing, never crashing
   CHECK(zstd.reason == errc::codec);
   CHECK(contains(zstd.message, "z.fatbin: entry 0 (sm_90 sass)"));
   CHECK(err(data("bad_lz4.fatbin"), "l.fatbin").reason == errc::codec);
+  // 165 bytes whose ZSTD entry claims 4 GB (found by fuzz_input): refused before allocating.
+  // Before: the reader allocated the 4 GB, then failed to decode.
+  const error bomb = err(data("zstd_size_bomb.fatbin"), "b.fatbin");
+  CHECK(bomb.reason == errc::malformed);
+  CHECK(contains(bomb.message, "is impossible for"));
   const error zlib = err(data("zlib.fatbin"), "zl.fatbin");
   CHECK(zlib.reason == errc::unsupported);
   CHECK(contains(zlib.message, "0x1000"));

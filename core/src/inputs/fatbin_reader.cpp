@@ -66,6 +66,9 @@ constexpr std::uint64_t compression_mask = flag_zlib | flag_lz4_block | flag_lz4
 // LZ4 cannot expand more than 255:1 (each match byte encodes at most 255 output bytes).
 constexpr std::uint64_t lz4_max_ratio = 255;
 constexpr std::uint64_t max_uncompressed = std::uint64_t(1) << 32;
+// A zstd frame expands most through RLE blocks: a 3-byte block header and 1 byte stand for at most
+// one block of 128 KiB (Block_Maximum_Size). So N payload bytes decode to at most N/4 + 1 blocks.
+constexpr std::uint64_t zstd_max_block = 128 * 1024;
 
 struct entry_header {
   std::uint16_t kind = 0;
@@ -128,6 +131,9 @@ result<std::vector<std::uint8_t>> decompress_payload(std::uint64_t codec_bit, by
   if (usize > max_uncompressed)
     return fail(errc::malformed, "uncompressed size " + hex(usize) + " (0x38) exceeds 4 GiB");
   if ((codec_bit == flag_lz4_block || codec_bit == flag_lz4_frame) && usize > in.size * lz4_max_ratio + 65536)
+    return fail(errc::malformed, "uncompressed size " + hex(usize) + " (0x38) is impossible for " +
+                                     std::to_string(in.size) + " bytes of " + label + " data");
+  if (codec_bit == flag_zstd && usize > (in.size / 4 + 1) * zstd_max_block)
     return fail(errc::malformed, "uncompressed size " + hex(usize) + " (0x38) is impossible for " +
                                      std::to_string(in.size) + " bytes of " + label + " data");
   if (codec_bit == flag_zstd) {
