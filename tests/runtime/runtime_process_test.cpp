@@ -238,3 +238,19 @@ TEST_CASE("a fork() child of a process that initialised CUDA gets a clear error 
   CHECK(r.has("is a fork() child of process"));
   CHECK(r.has("CUDA cannot be used in a child after the parent's cuInit"));
 }
+
+TEST_CASE("FATPACK_JIT_THREADS out of range or garbage: one warning and the default, never an abort") {
+  // Before: the value went unchecked into the pool's size (-1 is 4294967295 threads).
+  for (const char* v : {"-1", "100000", "abc", "8x"}) {
+    auto r = probe({"--package", ptx_package(), "--warm", "load", "vadd"},
+                   fake({{"FATPACK_JIT_THREADS", v}, {"FATPACK_LOG", "warn"}}));
+    INFO(v << ": " << r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.has("load vadd device=0 ok"));
+    CHECK(r.err_has(std::string("FATPACK_JIT_THREADS=") + v + " is not a thread count"));
+  }
+  auto ok = probe({"--package", ptx_package(), "--warm", "load", "vadd"},
+                  fake({{"FATPACK_JIT_THREADS", "3"}, {"FATPACK_LOG", "warn"}}));
+  CHECK(ok.status == 0);
+  CHECK_FALSE(ok.err_has("FATPACK_JIT_THREADS"));
+}

@@ -9,6 +9,8 @@
 #include "fatpack/core/hex.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -41,6 +43,9 @@ class jit_task {
 };
 
 namespace {
+
+// More JIT threads than this only add contention (the driver's JIT scales to about the core count).
+constexpr unsigned max_jit_threads = 1024;
 
 // The installed cache; null until the public API (or a test, or `fatpack warm`) installs one.
 std::shared_ptr<sass_cache>& cache_slot() {
@@ -144,10 +149,23 @@ std::size_t jit_service::compiles() const {
 core::thread_pool& jit_service::pool() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!pool_) {
-    unsigned n = threads_;
+    unsigned n = std::min(threads_, max_jit_threads);
     if (n == 0) {
       const char* env = os::getenv("FATPACK_JIT_THREADS");
-      if (env && *env) n = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+      if (env && *env) {
+        // Digits only, 1..max_jit_threads; anything else gets one warning and the default.
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long v = std::strtoul(env, &end, 10);
+        const bool digits = std::isdigit(static_cast<unsigned char>(env[0])) && end && *end == 0 && errno == 0;
+        if (digits && v >= 1 && v <= max_jit_threads) {
+          n = static_cast<unsigned>(v);
+        } else {
+          log_line(log_level::warn, std::string("FATPACK_JIT_THREADS=") + env + " is not a thread count (1.." +
+                                        std::to_string(max_jit_threads) + "); using the hardware threads (" +
+                                        std::to_string(os::hardware_threads()) + ")");
+        }
+      }
     }
     if (n == 0) n = os::hardware_threads();
     // Leaked with the service (fatpack/core/thread_pool.hpp: workers start as work arrives).
