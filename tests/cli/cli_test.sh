@@ -233,6 +233,36 @@ CPP
   run 0 "$fatpack" embed -o e.cpp e.fpk
   ! cmp -s e.cpp e.before.cpp || fail "embed output did not change with the package"
   ;;
+embed_hostile_name)
+  # A package name is outside input. Before: embed wrote it raw into a // comment (a newline ended the
+  # comment and the rest was compiled into the product), into a /* */ comment (`*/`), and into the
+  # assembler string (a `"` or newline ended it; `)fatpack_asm"` ended the C++ raw string).
+  evil=$'x\nint injected_from_name = 1; /* */ int injected_two = 2;\n)fatpack_asm" int injected_three = 3; //\\'
+  run 0 "$fatpack" pack -o h.fpk --name "$evil" "${cubins[0]}"
+  cat > main.cpp <<'CPP'
+#include <cstdint>
+#include <cstdio>
+struct record { std::uint32_t magic, version; const char* name; const unsigned char *begin, *end; };
+extern "C" const record __start_fatpack_registry[] __attribute__((weak, visibility("hidden")));
+extern "C" const record __stop_fatpack_registry[] __attribute__((weak, visibility("hidden")));
+extern "C" void fatpack_register_embedded(const void*) {}
+int main() {
+  for (const record* r = __start_fatpack_registry; r < __stop_fatpack_registry; ++r) {
+    for (const char* c = r->name; *c; ++c) std::printf("%02x", static_cast<unsigned char>(*c));
+    std::printf("\n");
+  }
+}
+CPP
+  want=$(printf '%s' "$evil" | od -An -tx1 | tr -d ' \n')
+  for form in cpp S; do
+    run 0 "$fatpack" embed -o "h.$form" --symbol hostile h.fpk
+    run 0 g++ -std=c++17 -x "$( [ $form = cpp ] && echo c++ || echo assembler-with-cpp )" -c "h.$form" -o "h_$form.o"
+    nm "h_$form.o" | grep -q injected && fail "$form: text of the package name was compiled: $(nm h_$form.o | grep injected)"
+    run 0 g++ -std=c++17 main.cpp "h_$form.o" -o "app_$form"
+    run 0 "./app_$form"
+    expect_in out.txt "^$want\$"  # the record holds the name byte for byte
+  done
+  ;;
 verify_malformed)
   n=0
   for f in "$data"/malformed/*.fpk; do
