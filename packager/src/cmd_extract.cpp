@@ -45,8 +45,10 @@ command_runner add_extract_command(CLI::App& app) {
           print_error(raw.error().message);
           return exit_failure;
         }
-        std::string name = std::string(e.module_name) + "." + e.target.str();
-        if (pf->packages.size() > 1) name = std::string(pkg.name()) + "." + name;
+        // Module and package names come from the package: one safe path component each, so no name
+        // can write outside -o DIR ("../../x", "/etc/x").
+        std::string name = safe_file_component(std::string(e.module_name)) + "." + e.target.str();
+        if (pf->packages.size() > 1) name = safe_file_component(std::string(pkg.name())) + "." + name;
         if (per_target[std::string(e.module_name) + "." + e.target.str()] > 1 && e.target.kind == core::entry_kind::ptx)
           name += ".isa" + e.ptx_isa.str();
         name += e.target.kind == core::entry_kind::sass  ? ".cubin"

@@ -110,7 +110,7 @@ int run_warm(const warm_args& a) {
     }
     for (std::size_t i = 0; i < pf->packages.size(); ++i) {
       const std::string out = scratch + "/" + std::to_string(files.size()) + "-" +
-                              std::string(pf->packages[i].name()) + ".fpk";
+                              safe_file_component(std::string(pf->packages[i].name())) + ".fpk";
       if (auto st = write_file_atomic(out, pf->packages[i].bytes()); !st) {
         print_error(st.error().message);
         return exit_failure;

@@ -98,4 +98,17 @@ core::status write_file_atomic(const std::string& path, core::byte_span bytes, b
   return {};
 }
 
+std::string safe_file_component(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    const bool keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '.' ||
+                      c == '_' || c == '+' || c == '-';
+    out += keep ? c : '_';
+  }
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
 }  // namespace fatpack::tool

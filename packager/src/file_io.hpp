@@ -14,5 +14,10 @@ namespace fatpack::tool {
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path);
 // Returns true in *changed when the file was (re)written.
 core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed = nullptr);
+// One path component made from outside text (a module or package name): letters, digits, '.', '_',
+// '+', '-' kept, every other byte '_' (so no '/', NUL or control byte), never "", "." or ".." and
+// never starting with '.' (no hidden files). Different names may map to one component: callers that
+// need uniqueness add their own part.
+std::string safe_file_component(const std::string& text);
 
 }  // namespace fatpack::tool

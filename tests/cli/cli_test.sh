@@ -263,6 +263,22 @@ CPP
     expect_in out.txt "^$want\$"  # the record holds the name byte for byte
   done
   ;;
+extract_hostile_name)
+  # Module and package names are outside input. Before: extract joined them into output paths, so a
+  # module named ../../x wrote outside -o DIR.
+  mkdir -p deep/out
+  run 0 "$fatpack" pack -o h.fpk --name ../../pkg --module ../../escaped "${cubins[0]}"
+  run 0 "$fatpack" pack -o h2.fpk --name /tmp/abs --module /tmp/escaped_abs "${cubins[1]}"
+  cat h.fpk h2.fpk > both.fpk
+  run 0 "$fatpack" extract -o deep/out h.fpk
+  run 0 "$fatpack" extract -o deep/out both.fpk
+  [ -e escaped.sm_75.cubin ] || [ -e deep/escaped.sm_75.cubin ] && fail "extract wrote outside -o DIR"
+  [ -e /tmp/escaped_abs.sm_80.cubin ] && fail "extract wrote to an absolute path from a module name"
+  n=$(find deep/out -type f | wc -l)
+  [ "$n" = 3 ] || { find deep; fail "expected 3 files in deep/out, found $n"; }
+  find deep/out -type f -name '_*' | grep -q . || { find deep; fail "names were not made safe"; }
+  for f in deep/out/*; do cmp -s "$f" "${cubins[0]}" || cmp -s "$f" "${cubins[1]}" || fail "$f is not a packed cubin"; done
+  ;;
 verify_malformed)
   n=0
   for f in "$data"/malformed/*.fpk; do
