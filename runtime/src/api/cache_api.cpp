@@ -3,6 +3,7 @@
 #include "api/wiring.hpp"
 
 #include "cache/config.hpp"
+#include "cache/fs.hpp"
 #include "cache/stats.hpp"
 #include "jit/service.hpp"
 
@@ -59,6 +60,10 @@ cache_info cache_status() {
     // any directory; the mode can still change when the cache opens at the first compile (a
     // directory that cannot be used makes it read-only or memory-only, docs/cache.md).
     const auto cfg = detail::cache::config_from_env();
+    if (!cfg.disabled && detail::cache::current_fs().privileged_exec()) {
+      i.mode = cache_mode::memory_only;  // a setuid/setgid process never uses a cache directory
+      return i;
+    }
     i.mode = cfg.disabled ? cache_mode::disabled
              : cfg.path.empty() ? cache_mode::memory_only
              : cfg.read_only    ? cache_mode::read_only

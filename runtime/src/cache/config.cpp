@@ -29,11 +29,11 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
 }
 
 std::string default_user_dir() {
-  const char* p = os::getenv("FATPACK_CACHE_PATH");
+  const char* p = os::getenv_path("FATPACK_CACHE_PATH");
   if (p && *p) return p;
-  const char* xdg = os::getenv("XDG_CACHE_HOME");
+  const char* xdg = os::getenv_path("XDG_CACHE_HOME");
   if (xdg && *xdg && xdg[0] == '/') return std::string(xdg) + "/fatpack";
-  const char* home = os::getenv("HOME");
+  const char* home = os::getenv_path("HOME");
   if (home && *home) return std::string(home) + "/.cache/fatpack";
   // No $HOME (daemons): the password database.
   std::string pw = current_fs().passwd_home();
@@ -51,7 +51,7 @@ config config_from_env() {
       c.max_bytes = default_max_bytes;
     }
   }
-  if (const char* pre = os::getenv("FATPACK_CACHE_PREBUILT_PATH"); pre && *pre) {
+  if (const char* pre = os::getenv_path("FATPACK_CACHE_PREBUILT_PATH"); pre && *pre) {
     std::string list = pre;
     std::size_t pos = 0;
     while (pos <= list.size()) {

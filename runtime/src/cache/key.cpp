@@ -91,7 +91,7 @@ std::string parse_driver_build(const std::string& text) {
 
 const std::string& machine_driver_build() {
   static const std::string build = [] {
-    const char* env = os::getenv("FATPACK_DRIVER_VERSION_FILE");
+    const char* env = os::getenv_path("FATPACK_DRIVER_VERSION_FILE");
     std::string path = env && *env ? env : "/proc/driver/nvidia/version";
     std::string text;
     if (read_small_file(current_fs(), path, text, 4096) != 0) return std::string();

@@ -59,7 +59,7 @@ const char* result_name(int r) {
 
 result<const nvjitlink_lib*> do_load() {
   auto* lib = new nvjitlink_lib();  // never freed, like the driver
-  const char* env = os::getenv("FATPACK_NVJITLINK");
+  const char* env = os::getenv_path("FATPACK_NVJITLINK");
   lib->path = env && *env ? env : "libnvJitLink.so.13";
   std::string why;
   os::library h = os::open_library(lib->path, why);

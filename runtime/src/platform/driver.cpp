@@ -41,7 +41,7 @@ constexpr name_entry k_names[] = {
 result<const driver*> do_load() {
   auto* d = new driver();  // never freed: see os::library
   d->path = driver_path();
-  const bool overridden = os::getenv("FATPACK_LIBCUDA") && *os::getenv("FATPACK_LIBCUDA");
+  const bool overridden = os::getenv_path("FATPACK_LIBCUDA") && *os::getenv_path("FATPACK_LIBCUDA");
   std::string why;
   os::library lib = os::open_library(d->path, why);
   if (!lib.handle) {
@@ -132,7 +132,7 @@ status usable_in_this_process(const driver& d) {
 }
 
 std::string driver_path() {
-  const char* env = os::getenv("FATPACK_LIBCUDA");
+  const char* env = os::getenv_path("FATPACK_LIBCUDA");
   return env && *env ? std::string(env) : std::string("libcuda.so.1");
 }
 

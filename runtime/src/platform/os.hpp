@@ -63,5 +63,10 @@ int process_id();
 
 // The value of an environment variable, or null.
 const char* getenv(const char* name);
+// For variables that name a file or directory to load, read or write (FATPACK_LIBCUDA,
+// FATPACK_NVJITLINK, FATPACK_CACHE_PATH, HOME, ...): secure_getenv semantics, i.e. null in a
+// setuid/setgid process (or one with file capabilities), so the invoking user cannot make it load a
+// library or use a directory of their choosing with the program's privileges.
+const char* getenv_path(const char* name);
 
 }  // namespace fatpack::detail::os

@@ -105,5 +105,6 @@ unsigned hardware_threads() {
 }
 
 const char* getenv(const char* name) { return std::getenv(name); }
+const char* getenv_path(const char* name) { return ::secure_getenv(name); }
 
 }  // namespace fatpack::detail::os
