@@ -198,6 +198,34 @@ TEST_CASE("kill -9 of concurrent writers at random points: every read right or a
   CHECK(field(again.out, "load-all", "cache") == m);
 }
 
+TEST_CASE("SASS from the cache that the driver refuses is compiled again, never a failed load") {
+  // Entries built by driver 13000; driver 13010 refuses SASS another driver made (a real driver may
+  // refuse a prebuilt layer from a newer one, or after a rollback). Before: the load failed with
+  // load_failed, and with a read-only cache every start failed.
+  const std::string pkg = keys_package("refused", 2);
+  const std::string dir = fresh_dir("refused"), log = dir + "/jit.log", cache = dir + "/cache";
+  auto old = probe({"--package", pkg, "load-all"}, cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13000"}}));
+  REQUIRE(field(old.out, "load-all", "jit") == 2);
+  const env_map refusing = {{"FAKECUDA_DRIVER_VERSION", "13010"}, {"FAKECUDA_FAIL_LOAD", "jit-other-driver"}};
+  auto ro = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"},
+                  cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", "13010"}, {"FAKECUDA_FAIL_LOAD", "jit-other-driver"},
+                                         {"FATPACK_CACHE_READONLY", "1"}}));
+  INFO(ro.out << ro.err);
+  CHECK(ro.status == 0);
+  CHECK(field(ro.out, "load-all", "ok") == 2);
+  CHECK(field(ro.out, "cache", "jits") == 2);
+  auto rw = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log, refusing));
+  INFO(rw.out << rw.err);
+  CHECK(rw.status == 0);
+  CHECK(field(rw.out, "load-all", "ok") == 2);
+  // The next process with that driver gets its own entries: exact hits the driver accepts.
+  auto next = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log, refusing));
+  CHECK(next.status == 0);
+  CHECK(field(next.out, "load-all", "ok") == 2);
+  CHECK(field(next.out, "cache", "hits_exact") == 2);
+  CHECK(field(next.out, "cache", "jits") == 0);
+}
+
 TEST_CASE("a fork() child never waits for the parent's background re-JIT or stores") {
   // The parent gets other-driver hits and queues slow re-JITs (3 s each), then forks. Before: the
   // child's wait_cache_refresh() waited for counts only the parent's threads bring down: for ever.

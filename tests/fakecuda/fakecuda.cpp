@@ -19,7 +19,9 @@
 //   FAKECUDA_FAIL_JIT=1           every JIT fails (CUDA_ERROR_INVALID_PTX, with an error log)
 //   FAKECUDA_FAIL_LOAD=list       module loads of these images fail with CUDA_ERROR_INVALID_IMAGE:
 //                                 "all", "sass" / "sm_90"... (shipped cubins), "ptx" (PTX given to
-//                                 cuModuleLoadData), "jit" (cubins made by the fake JIT)
+//                                 cuModuleLoadData), "jit" (cubins made by the fake JIT),
+//                                 "jit-other-driver" (fake-JIT cubins another driver version made,
+//                                 as a real driver may refuse SASS from a newer one)
 //   FAKECUDA_JIT_LOG=/path        each JIT appends one line "<pid> <how> sm_<NN> <ptx-hash> <name>"
 //   FAKECUDA_MISSING=cuLinkCreate,... entry points cuGetProcAddress pretends not to have
 //   FAKECUDA_INIT_ERROR=<code>    cuInit returns this CUresult
@@ -371,6 +373,7 @@ struct cubin_info {
   int sm = 0;
   bool arch_specific = false;
   bool from_fake_jit = false;
+  int jit_driver = 0;  // the driver version the fake JIT that made it reported
   std::vector<std::string> kernels;
 };
 
@@ -401,6 +404,8 @@ cubin_info parse_cubin(const std::uint8_t* p) {
       }
     } else if (std::strcmp(name, ".fakecuda") == 0) {
       info.from_fake_jit = true;
+      const std::string note(reinterpret_cast<const char*>(p + off), static_cast<std::size_t>(size));
+      if (auto at = note.find(" drv="); at != std::string::npos) info.jit_driver = std::atoi(note.c_str() + at + 5);
     } else if (type == 2 /* SHT_SYMTAB */) {
       std::uint32_t link = get<std::uint32_t>(sh(i), 40);
       if (link >= shnum) return info;
@@ -449,9 +454,9 @@ CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int tar
   if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   std::uint64_t h = fnv1a(ptx, strnlen(reinterpret_cast<const char*>(ptx), n));
   char note[160];
-  std::snprintf(note, sizeof note, "fakecuda jit: ptx=%016llx isa=%s from=compute_%d to=%s",
+  std::snprintf(note, sizeof note, "fakecuda jit: ptx=%016llx isa=%s from=compute_%d to=%s drv=%d",
                 static_cast<unsigned long long>(h), pi.version.str().c_str(), pi.target,
-                sm_name(target, pi.arch_specific).c_str());
+                sm_name(target, pi.arch_specific).c_str(), cfg().driver_version);
   cubin = make_cubin(target, pi.arch_specific, pi.entries, h, note);
   info_log = "ptxas info    : fakecuda compiled " + std::to_string(pi.entries.size()) + " entries of '" + name + "' for " +
              sm_name(target, pi.arch_specific);
@@ -624,7 +629,8 @@ CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, C
     std::string name = sm_name(ci.sm, ci.arch_specific);
     // "sm_90" / "sass" name SASS shipped in a package; "jit" names cubins the fake JIT made.
     if (list_has(fail, "all") || (!ci.from_fake_jit && (list_has(fail, "sass") || list_has(fail, name))) ||
-        (ci.from_fake_jit && list_has(fail, "jit"))) {
+        (ci.from_fake_jit && list_has(fail, "jit")) ||
+        (ci.from_fake_jit && list_has(fail, "jit-other-driver") && ci.jit_driver != cfg().driver_version)) {
       write_log(err, err_size, "fakecuda: FAKECUDA_FAIL_LOAD refuses " + name);
       return CUDA_ERROR_INVALID_IMAGE;
     }

@@ -268,6 +268,13 @@ constexpr long exit_flush_ms = 10000;
 
 jit_key jit_service::cache_key_for(const jit_request& req) { return cache_key(req, pick_nvjitlink()); }
 
+void jit_service::forget(const jit_request& req) {
+  const std::string key = make_jit_key(req).str();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(key);
+  if (it != tasks_.end() && jit_task_done(it->second)) tasks_.erase(it);
+}
+
 void jit_service::background(std::function<void()> job, bool store_queue) {
   try {
     if (store_queue) {
@@ -394,6 +401,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
   // in the background, so the next process gets an exact hit (and a driver update never brings back
   // a slow start).
   auto try_cache = [&](const jit_key& key) -> bool {
+    if (req.bypass_cache) return false;
     auto hit = cache->lookup(key);
     if (!hit) return false;
     jit_result jr;

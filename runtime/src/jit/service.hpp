@@ -59,6 +59,10 @@ struct jit_request {
   // The SASS to produce, as major*10+minor: 0 for dev's own CC. Another CC is compiled through the
   // driver's cross-target JIT (CU_JIT_TARGET) in dev's primary context (`fatpack warm --target`).
   std::uint32_t target_arch = 0;
+  // Compile even when the cache has the key: the driver refused the SASS the cache gave (an entry
+  // of another driver after a rollback, a prebuilt layer from a newer driver). The result replaces
+  // the entry (this driver's key).
+  bool bypass_cache = false;
 };
 
 // What the service did, for cache_stats() (the storage's own counters are the cache's business).
@@ -94,6 +98,9 @@ class jit_service {
   result<std::shared_ptr<jit_task>> enqueue(const jit_request& req);
   // Waits for a task from enqueue(); a task still queued is taken over by the caller.
   result<jit_result> wait(const std::shared_ptr<jit_task>& task);
+
+  // Forgets the in-process result for `req`'s key (a finished one), so the next compile runs again.
+  void forget(const jit_request& req);
 
   // The key the cache is asked with for `req` (its backend resolved to the path that will compile).
   jit_key cache_key_for(const jit_request& req);

@@ -213,6 +213,26 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
       a.jit_ms = jr->reused ? waited : jr->jit_ms;
       a.log = jr->info_log;
       load_and_record(jr->sass->data(), "cuModuleLoadDataEx (JIT output)");
+      if (status != CUDA_SUCCESS && jr->from_cache) {
+        // The driver refused SASS from the cache (built by another driver: a rollback, or a prebuilt
+        // layer from a newer one). Compile it here instead, replacing the entry, rather than fail.
+        log_line(log_level::warn, "JIT cache: the driver refused the cached SASS of " + rep.module + " (" +
+                                      a.message + "); compiling it again");
+        jit_service::instance().forget(req);
+        req.bypass_cache = true;
+        stopwatch again;
+        auto fresh = jit_service::instance().compile(req);
+        if (fresh) {
+          a.message.clear();
+          a.log = fresh->info_log;
+          a.jit_reused = fresh->reused;
+          a.jit_path = fresh->path;
+          a.jit_ms = fresh->reused ? again.ms() : fresh->jit_ms;
+          load_and_record(fresh->sass->data(), "cuModuleLoadDataEx (JIT output, after the cache's was refused)");
+        } else {
+          a.message += "; compiling again failed: " + fresh.error().message;
+        }
+      }
     } else {
       a.message = "LTO-IR entries need nvJitLink, which this runtime does not use yet";
       rep.attempts.push_back(std::move(a));
