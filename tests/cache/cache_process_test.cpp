@@ -445,7 +445,7 @@ TEST_CASE("full disk (a 64 KiB tmpfs): loads succeed, one warning, the cache tur
     MESSAGE("SKIPPED: no /usr/bin/unshare (util-linux); the seam covers ENOSPC/EDQUOT in cache_unit");
     return;
   }
-  std::string inner = std::string(PROBE_PATH) + " --package '" + pkg + "' load-all cache-stats";
+  std::string inner = std::string(PROBE_PATH) + " --package '" + pkg + "' load-all cache-wait cache-stats";  // stores are queued: wait for them
   auto r = run_child({"/usr/bin/unshare", "-m", "/bin/sh", "-c",
                       "mount -t tmpfs -o size=64k tmpfs '" + mnt + "' || exit 77; exec " + inner},
                      cache_env(mnt + "/cache", log, {{"FATPACK_LOG", "warn"}}));

@@ -772,6 +772,32 @@ TEST_CASE("a hit never rebuilds a missing index on the loading thread; the next 
   CHECK(idx->live() == 6);
 }
 
+TEST_CASE("verify --repair and clear never follow a symlink planted as objects/<ab>") {
+  // Before: scan() listed the symlink's target and clear/verify --repair deleted what was there.
+  const std::string root = fresh("symlink-fan");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  {
+    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+    REQUIRE(d->write(make_full_key(key_for(500)), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  const std::string outside = fresh("symlink-victim");
+  REQUIRE(make_dirs(posix_fs(), outside, 0700) == 0);
+  const std::string victim = outside + "/precious.fpc";
+  fatpack_test::write_file(victim, std::vector<std::uint8_t>{1, 2, 3});
+  fatpack_test::write_file(outside + "/.x.1.1.tmp", std::vector<std::uint8_t>{4});
+  REQUIRE(::symlink(outside.c_str(), (root + "/v1/objects/zz").c_str()) == 0);
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  (void)(*a)->verify(true);
+  CHECK((*a)->list().size() == 1);
+  CHECK((*a)->clear().ok());
+  struct stat st{};
+  CHECK(::stat(victim.c_str(), &st) == 0);
+  CHECK(::stat((outside + "/.x.1.1.tmp").c_str(), &st) == 0);
+  CHECK((*a)->list().empty());
+}
+
 TEST_CASE("checking a directory again does not drop this process's lock on index.lock") {
   // fcntl locks belong to the process and any close of the file drops them. Before: every
   // prepare_user_dir (each cache opened on the directory) opened and closed index.lock, so a lock

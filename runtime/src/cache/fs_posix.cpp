@@ -105,8 +105,16 @@ class posix final : public fs {
   int rmdir(const std::string& path) override { return ::rmdir(path.c_str()) == 0 ? 0 : errno; }
   int list_dir(const std::string& path, std::vector<std::string>& names) override {
     names.clear();
-    DIR* d = ::opendir(path.c_str());
-    if (!d) return errno;
+    // O_NOFOLLOW: a directory planted as a symlink (objects/<ab> -> elsewhere) is never listed, so
+    // nothing behind it is read, evicted or removed.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno;
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      const int e = errno;
+      ::close(fd);
+      return e;
+    }
     while (struct dirent* e = ::readdir(d)) {
       if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
       names.emplace_back(e->d_name);

@@ -369,6 +369,10 @@ std::vector<cache_dir::file_item> cache_dir::scan() {
     if (fan.size() != 2) continue;
     std::vector<std::string> names;
     const std::string d = objects + "/" + fan;
+    // Only real directories (stat is lstat; list_dir refuses symlinks too): a symlink planted as
+    // objects/<ab> is not the cache's, and nothing behind it is read, evicted or removed.
+    file_stat ds;
+    if (f.stat(d, ds) || !ds.directory) continue;
     if (f.list_dir(d, names)) continue;
     for (const auto& n : names) {
       file_item it;
