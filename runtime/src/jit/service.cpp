@@ -351,6 +351,15 @@ bool jit_service::flush_stores(long timeout_ms) {
   return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), idle);
 }
 
+void jit_service::count_compile(double ms) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++compiles_;
+  }
+  counters_.jits++;
+  counters_.jit_us += static_cast<std::uint64_t>(ms * 1000);
+}
+
 void jit_service::run(const std::shared_ptr<jit_task>& t) {
   try {
     run_guarded(t);
@@ -444,12 +453,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
     finish(std::move(err));
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++compiles_;
-  }
-  counters_.jits++;
-  counters_.jit_us += static_cast<std::uint64_t>(out->wall_ms * 1000);
+  count_compile(out->wall_ms);
   jr.jit_ms = out->wall_ms;
   jr.info_log = std::move(out->info_log);
   jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(out->sass));
@@ -476,13 +480,8 @@ void jit_service::refresh(const jit_request& req, const jit_key& key, const nvji
         double decompress_ms = 0;
         auto out = compile_entry(req, nvj, arch_unknown, path, decompress_ms);
         if (out) {
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            ++compiles_;
-          }
-          counters_.jits++;
+          count_compile(out->wall_ms);
           counters_.refreshes++;
-          counters_.jit_us += static_cast<std::uint64_t>(out->wall_ms * 1000);
           cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
           log_line(log_level::debug, "JIT cache: re-JIT-ed " + req.module + " for this driver (" +
                                          std::to_string(out->wall_ms) + " ms)");

@@ -122,6 +122,8 @@ class jit_service {
   std::shared_ptr<jit_task> get_or_create(const jit_request& req, bool& created);
   void run(const std::shared_ptr<jit_task>& task);
   void run_guarded(const std::shared_ptr<jit_task>& task);
+  // One compile actually run (a load's, a warm-up's or a refresh's): compiles() and the counters.
+  void count_compile(double ms);
   // Queues a re-JIT of `key` for this driver after an other-driver hit; stores the result.
   void refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj);
   // Hands `sass` to the cache on the pool; `guard` (the cross-process compile lock) is released

@@ -207,11 +207,15 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         rep.attempts.push_back(std::move(a));
         continue;
       }
-      a.jit_reused = jr->reused;
-      a.jit_path = jr->path;
+      // The attempt's JIT fields from a result (`waited`: how long compile() took here).
+      auto take_jit = [&](const jit_result& r, double waited_ms) {
+        a.jit_reused = r.reused;
+        a.jit_path = r.path;
+        a.jit_ms = r.reused ? waited_ms : r.jit_ms;
+        a.log = r.info_log;
+      };
+      take_jit(*jr, waited);
       a.decompress_ms = jr->decompress_ms;
-      a.jit_ms = jr->reused ? waited : jr->jit_ms;
-      a.log = jr->info_log;
       load_and_record(jr->sass->data(), "cuModuleLoadDataEx (JIT output)");
       if (status != CUDA_SUCCESS && jr->from_cache) {
         // The driver refused SASS from the cache (built by another driver: a rollback, or a prebuilt
@@ -224,10 +228,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         auto fresh = jit_service::instance().compile(req);
         if (fresh) {
           a.message.clear();
-          a.log = fresh->info_log;
-          a.jit_reused = fresh->reused;
-          a.jit_path = fresh->path;
-          a.jit_ms = fresh->reused ? again.ms() : fresh->jit_ms;
+          take_jit(*fresh, again.ms());
           load_and_record(fresh->sass->data(), "cuModuleLoadDataEx (JIT output, after the cache's was refused)");
         } else {
           a.message += "; compiling again failed: " + fresh.error().message;
