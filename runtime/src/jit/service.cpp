@@ -297,9 +297,9 @@ void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
                           std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard) {
   static std::once_flag at_exit;
   std::call_once(at_exit, [] {
-    static const int owner = os::process_id();
     std::atexit([] {
-      if (os::process_id() != owner) return;  // a fork() child: the parent's stores are the parent's
+      // In a fork() child flush_stores returns at once for the parent's stores (parents_work) and
+      // waits for the child's own.
       if (!instance().flush_stores(exit_flush_ms))
         log_line(log_level::warn, "JIT cache: exiting with stores still pending after " +
                                       std::to_string(exit_flush_ms / 1000) + " s; they are lost");
