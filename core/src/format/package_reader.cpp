@@ -207,7 +207,7 @@ byte_span package_view::stored_payload(std::size_t i) const {
   return bytes_.subspan(std::size_t(e.payload_offset), std::size_t(e.stored_size));
 }
 
-status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned threads, check c) const {
+status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned threads) const {
   const entry_info& e = entries_.at(i);
   auto fail = [&](errc code, const std::string& what) {
     return make_error(code, source_ + ": " + e.describe() + ": " + what);
@@ -220,7 +220,6 @@ status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned 
                                     hex(stored_hash) + ")");
   status st = core::decompress(e.codec, e.block_size, stored, out, e.raw_size, threads);
   if (!st) return fail(st.error().reason, std::string(codec_name(e.codec)) + ": " + st.error().message);
-  if (c == check::stored) return {};
   const std::uint64_t raw_hash = xxh3(byte_span(out, std::size_t(e.raw_size)));
   if (raw_hash != e.raw_xxh3)
     return fail(errc::checksum, "raw data checksum mismatch (stored " + hex(e.raw_xxh3) + ", computed " +
