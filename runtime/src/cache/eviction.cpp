@@ -6,6 +6,8 @@
 #include "platform/log.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 namespace fatpack::detail::cache {
 
@@ -90,7 +92,9 @@ void after_store(cache_dir& d) {
   if (!idx) return;
   const std::int64_t now = current_fs().now_unix_s();
   const bool over = d.max_bytes() && idx->total_bytes() > d.max_bytes();
-  const bool clean_due = now - idx->last_clean_s() > 3600;
+  // A distance, not a difference: after the clock jumps back, a "last clean" in the future must not
+  // postpone cleaning until the clock catches up.
+  const bool clean_due = std::llabs(now - idx->last_clean_s()) > 3600;
   if (!over && !clean_due) return;
   evictor ev(d, false);
   if (!ev.held()) return;  // someone else is at it
@@ -107,13 +111,18 @@ std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
   std::uint64_t n = 0;
   for (const auto& it : d.scan()) {
     if (!it.temp) continue;
-    const std::int64_t age = now - it.st.mtime_s;
-    bool dead = age > max_age_s;
+    // Ages are distances: the clock may have jumped (NTP, a fixed RTC), so a file stamped in the
+    // future is not young for ever, and no age alone marks a file whose writer is alive.
+    const std::int64_t age = std::llabs(now - it.st.mtime_s);
+    bool dead = false;
     // A minute's grace: a writer takes its flock right after creating the file.
-    if (!dead && age > 60) {
+    if (age > 60) {
       int fd = -1;
       if (f.open(it.path, open_mode::read, fd) == 0) {
-        dead = f.try_flock(fd) == 0;  // nobody holds it: its writer is gone
+        const int e = f.try_flock(fd);
+        // Free: its writer is gone. Held: alive, whatever the clock says. Cannot tell (ENOLCK, ...):
+        // go by age.
+        dead = e == 0 || (e != EWOULDBLOCK && e != EAGAIN && age > max_age_s);
         f.close(fd);
       }
     }

@@ -28,7 +28,8 @@ evict_result evict_to(cache_dir& d, std::uint64_t target_bytes, bool wait);
 // After a store: evicts to 90% of the bound if the bound is exceeded; cleans stray temp files when
 // the last cleaning is more than an hour old.
 void after_store(cache_dir& d);
-// Removes temp files without a live writer (and any older than max_age_s). Returns how many.
+// Removes temp files without a live writer (its flock free), and, where flock cannot tell, those
+// older than max_age_s. A file whose flock is held is never removed. Returns how many.
 std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s);
 
 }  // namespace fatpack::detail::cache
