@@ -207,6 +207,26 @@ TEST_CASE("keys: every code-key field changes the key; the driver tier is separa
   CHECK_FALSE(parse_size("lots", sz));
 }
 
+TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G was 0: unbounded, or prune all)") {
+  std::uint64_t sz = 7;
+  CHECK_FALSE(parse_size("17179869184G", sz));  // exactly 2^64
+  CHECK_FALSE(parse_size("16777216T", sz));
+  CHECK_FALSE(parse_size("18446744073709551616", sz));  // 2^64: strtoull saturates (ERANGE)
+  CHECK_FALSE(parse_size("99999999999999999999999K", sz));
+  CHECK(sz == 7);  // untouched on failure
+  CHECK(parse_size("16777215T", sz));
+  CHECK(sz == 16777215ull << 40);
+  CHECK(parse_size("18446744073709551615", sz));
+  CHECK(sz == ~0ull);
+  // The environment: a warning and the default, not 0 (= no bound).
+  setenv("FATPACK_CACHE_MAXSIZE", "17179869184G", 1);
+  const config c = config_from_env();
+  unsetenv("FATPACK_CACHE_MAXSIZE");
+  CHECK(c.max_bytes == default_max_bytes);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0].find("not a size") != std::string::npos);
+}
+
 TEST_CASE("entries: round trip; every header bit flip, truncation and payload damage is refused") {
   const full_key k = make_full_key(key_for(0x77));
   std::string why;
