@@ -33,7 +33,8 @@ struct file_stat {
 };
 
 enum class open_mode {
-  read,            // O_RDONLY
+  read,            // O_RDONLY | O_NONBLOCK (a FIFO or device at the path never blocks the open;
+                   // the caller's fstat refuses it)
   create_new,      // O_WRONLY | O_CREAT | O_EXCL, mode 0600 (temp files)
   read_write,      // O_RDWR | O_CREAT, mode 0600 (lock files)
 };
@@ -90,6 +91,9 @@ fs& posix_fs();
 // Helpers over current_fs().
 // Reads a whole small file (at most `limit` bytes).
 int read_small_file(fs& f, const std::string& path, std::string& out, std::size_t limit = 1 << 20);
+// Opens `path` for reading and checks, on the descriptor (no window between a check and the open),
+// that it is a regular file: EINVAL (descriptor closed) for a FIFO, a device, a directory.
+int open_regular(fs& f, const std::string& path, int& fd, file_stat* st = nullptr);
 // Creates every missing directory of `path` with `mode` (like mkdir -p).
 int make_dirs(fs& f, const std::string& path, std::uint32_t mode);
 // "No space left on device (ENOSPC)"

@@ -322,7 +322,7 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
     // Header only: cheap, and enough for accounting (a bad payload is found when it is read).
     std::uint8_t head[entry_header_size];
     int fd = -1;
-    if (f.open(item.path, open_mode::read, fd)) continue;
+    if (open_regular(f, item.path, fd)) continue;
     std::size_t got = 0;
     int e = f.pread(fd, head, sizeof head, 0, got);
     f.close(fd);
