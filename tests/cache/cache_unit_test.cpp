@@ -982,3 +982,40 @@ TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, 
   for (const auto& p : (*a)->verify(false)) CHECK_MESSAGE(p.file.find("index.v1") != std::string::npos, p.problem);
   CHECK((*a)->stats().bytes <= cfg.max_bytes + 2000);
 }
+
+TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a running process is no SIGBUS") {
+  // Before: index.v1 of a prebuilt layer (someone else's file) was mapped MAP_SHARED; `cp` or a
+  // truncate over it made the next lookup touch pages past the end of the file: SIGBUS.
+  const std::string root = fresh("prebuilt-index");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  const full_key k = make_full_key(key_for(600));
+  {
+    auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
+    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+    REQUIRE(w->index());
+  }
+  const std::string index_path = root + "/v1/index.v1";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto d = cache_dir::open(root, false, 0, "prebuilt " + root, true);
+    auto idx = d->index(/*may_rebuild=*/false);
+    if (!idx || !idx->find(k.code.hash, k.driver.hash, nullptr)) ::_exit(2);
+    if (::truncate(index_path.c_str(), 0) != 0) ::_exit(3);  // rewritten in place by its owner
+    bool ok = idx->find(k.code.hash, k.driver.hash, nullptr) && idx->find_code(k.code.hash).size() == 1 &&
+              idx->live_slots().size() == 1 && idx->total_bytes() > 0;
+    std::string from;
+    ok = ok && d->read_other_driver(make_full_key(key_for(600, 90, 13010)), 90, from).has_value();
+    ::_exit(ok ? 0 : 4);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(st));
+  if (WIFSIGNALED(st)) MESSAGE("child killed by signal " << WTERMSIG(st));
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  // The per-user cache still maps its own index (created by rename, never truncated).
+  auto own = cache_dir::open(root, true, 1ull << 30, "user", false);
+  CHECK(own->index());  // the truncated file is rebuilt
+}

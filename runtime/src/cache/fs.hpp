@@ -1,17 +1,17 @@
-// The cache's file-system seam (docs/design.md §7): every OS call the cache makes outside Boost's mapping
-// and file_lock goes through `fs`. Production uses the POSIX implementation (fs_posix.cpp); tests
-// wrap it to inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any call, and to pretend
-// a directory is on NFS or the process is setuid. A port replaces fs_posix.cpp (and checks the two
-// Boost uses below).
+// The cache's file-system seam (docs/design.md §7): every OS call the cache makes outside the index's
+// mmap and Boost's file_lock goes through `fs`. Production uses the POSIX implementation
+// (fs_posix.cpp); tests wrap it to inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any
+// call, and to pretend a directory is on NFS or the process is setuid. A port replaces fs_posix.cpp
+// (and checks the two uses below).
 //
 // Conventions: calls return 0 or an errno value (never throw); paths are absolute; every open through
 // this seam is O_CLOEXEC | O_NOFOLLOW, so its descriptors never leak into a child the JIT may spawn
-// and a symlink planted in the cache is never followed. Two opens do not go through it, and have
-// neither flag: Boost's file_mapping of the index (its descriptor is closed as soon as the mapping
-// exists, index.cpp) and Boost's file_lock on index.lock / evict.lock (kept open for the process's
-// life, locks.cpp; a child inherits the descriptor across exec, but fcntl locks belong to a process,
-// so it can neither hold nor drop ours through it). Both files are first created through this seam,
-// inside the 0700 directory only the user can write.
+// and a symlink planted in the cache is never followed. The index is opened through this seam too
+// and then mmap-ed (index.cpp; the descriptor is closed once the mapping exists). One open does not
+// go through it, and has neither flag: Boost's file_lock on index.lock / evict.lock (kept open for
+// the process's life, locks.cpp; a child inherits the descriptor across exec, but fcntl locks belong
+// to a process, so it can neither hold nor drop ours through it). That file is first created through
+// this seam, inside the 0700 directory only the user can write.
 #pragma once
 
 #include <cstddef>

@@ -269,7 +269,8 @@ std::shared_ptr<index_file> cache_dir::index(bool may_rebuild) {
     std::lock_guard<std::mutex> g(mu_);
     if (index_ && !index_->retired()) return index_;
     std::string why;
-    auto m = index_file::map(dir_ + "/index.v1", writable_, why);
+    // A prebuilt layer's index is someone else's file: copied, never mapped (index.hpp).
+    auto m = index_file::map(dir_ + "/index.v1", writable_, why, /*copy=*/prebuilt_);
     if (m) {
       index_ = std::move(m);
       index_problem_.clear();
