@@ -142,7 +142,7 @@ int run_prune(const cache_args& a) {
   if (!c) return failed(c.error());
   std::uint64_t max_bytes = (*c)->stats().max_bytes;
   if (!a.max_size.empty() && !fc::parse_max_size(a.max_size, max_bytes))
-    throw usage_error{"--max-size: '" + a.max_size + "' is not a size (bytes, or with K/M/G suffix)"};
+    throw usage_error{"--max-size: '" + a.max_size + "' is not a size (bytes, or with a K/M/G/T suffix; at most 2^64 - 1 bytes)"};
   const fc::prune_result r = (*c)->prune(max_bytes);
   if (a.json) {
     print_json({{"path", (*c)->path()}, {"max_bytes", max_bytes}, {"removed", r.removed},

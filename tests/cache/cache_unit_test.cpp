@@ -208,6 +208,26 @@ TEST_CASE("keys: every code-key field changes the key; the driver tier is separa
   CHECK_FALSE(parse_size("lots", sz));
 }
 
+TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G was 0: unbounded, or prune all)") {
+  std::uint64_t sz = 7;
+  CHECK_FALSE(parse_size("17179869184G", sz));  // exactly 2^64
+  CHECK_FALSE(parse_size("16777216T", sz));
+  CHECK_FALSE(parse_size("18446744073709551616", sz));  // 2^64: strtoull saturates (ERANGE)
+  CHECK_FALSE(parse_size("99999999999999999999999K", sz));
+  CHECK(sz == 7);  // untouched on failure
+  CHECK(parse_size("16777215T", sz));
+  CHECK(sz == 16777215ull << 40);
+  CHECK(parse_size("18446744073709551615", sz));
+  CHECK(sz == ~0ull);
+  // The environment: a warning and the default, not 0 (= no bound).
+  setenv("FATPACK_CACHE_MAXSIZE", "17179869184G", 1);
+  const config c = config_from_env();
+  unsetenv("FATPACK_CACHE_MAXSIZE");
+  CHECK(c.max_bytes == default_max_bytes);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0].find("not a size") != std::string::npos);
+}
+
 TEST_CASE("entries: round trip; every header bit flip, truncation and payload damage is refused") {
   const full_key k = make_full_key(key_for(0x77));
   std::string why;
@@ -1006,4 +1026,41 @@ TEST_CASE("clock skew -1 year .. +3 days: hits, LRU order and temp-file cleaning
   ::close(fd);
   clean_temp_files(*d, 24 * 3600);
   CHECK_FALSE(exists(alive));
+}
+
+TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a running process is no SIGBUS") {
+  // Before: index.v1 of a prebuilt layer (someone else's file) was mapped MAP_SHARED; `cp` or a
+  // truncate over it made the next lookup touch pages past the end of the file: SIGBUS.
+  const std::string root = fresh("prebuilt-index");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  const full_key k = make_full_key(key_for(600));
+  {
+    auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
+    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+    REQUIRE(w->index());
+  }
+  const std::string index_path = root + "/v1/index.v1";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto d = cache_dir::open(root, false, 0, "prebuilt " + root, true);
+    auto idx = d->index(/*may_rebuild=*/false);
+    if (!idx || !idx->find(k.code.hash, k.driver.hash, nullptr)) ::_exit(2);
+    if (::truncate(index_path.c_str(), 0) != 0) ::_exit(3);  // rewritten in place by its owner
+    bool ok = idx->find(k.code.hash, k.driver.hash, nullptr) && idx->find_code(k.code.hash).size() == 1 &&
+              idx->live_slots().size() == 1 && idx->total_bytes() > 0;
+    std::string from;
+    ok = ok && d->read_other_driver(make_full_key(key_for(600, 90, 13010)), 90, from).has_value();
+    ::_exit(ok ? 0 : 4);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(st));
+  if (WIFSIGNALED(st)) MESSAGE("child killed by signal " << WTERMSIG(st));
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  // The per-user cache still maps its own index (created by rename, never truncated).
+  auto own = cache_dir::open(root, true, 1ull << 30, "user", false);
+  CHECK(own->index());  // the truncated file is rebuilt
 }

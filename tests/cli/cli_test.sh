@@ -79,6 +79,13 @@ cache_warm)
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"
   run 2 "$fatpack" cache prune --path "$c" --max-size lots
+  # 17179869184G is 2^64 bytes: it wrapped to 0 and the prune deleted everything. A usage error now.
+  run 0 "$fatpack" warm --path "$c" --target sm_100 w.fpk
+  run 2 "$fatpack" cache prune --path "$c" --max-size 17179869184G
+  expect_in err.txt "is not a size"
+  run 2 "$fatpack" cache prune --path "$c" --max-size 99999999999999999999
+  run 0 "$fatpack" cache stats --path "$c" --json
+  json "assert d['stats']['entries'] == 1, d"
   # A host object that embeds the package is warmed like the package itself.
   run 0 "$fatpack" embed -o w.S w.fpk
   cc -c w.S -o w.o || fail "cannot assemble the embedding of w.fpk"

@@ -20,8 +20,8 @@ bool read_head(const std::string& path, std::uint64_t size, entry_header& h, std
                std::string& driver_text, std::string& problem) {
   fs& f = current_fs();
   int fd = -1;
-  if (int e = f.open(path, open_mode::read, fd)) {
-    problem = errno_text(e);
+  if (int e = open_regular(f, path, fd)) {
+    problem = e == EINVAL ? "not a regular file" : errno_text(e);
     return false;
   }
   std::vector<std::uint8_t> head(std::min<std::uint64_t>(size, 64 * 1024 + 4096 + entry_header_size));

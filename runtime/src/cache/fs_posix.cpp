@@ -34,7 +34,10 @@ class posix final : public fs {
   int open(const std::string& path, open_mode mode, int& fd) override {
     int flags = O_CLOEXEC | O_NOFOLLOW;
     switch (mode) {
-      case open_mode::read: flags |= O_RDONLY; break;
+      // O_NONBLOCK: a FIFO planted at an entry path would block this open until a writer came
+      // (every start hung); callers fstat the descriptor and refuse what is not a regular file.
+      // It changes nothing for regular files.
+      case open_mode::read: flags |= O_RDONLY | O_NONBLOCK; break;
       case open_mode::create_new: flags |= O_WRONLY | O_CREAT | O_EXCL; break;
       case open_mode::read_write: flags |= O_RDWR | O_CREAT; break;
     }
@@ -198,9 +201,23 @@ fs& posix_fs() {
 fs& current_fs() { return g_override ? *g_override : posix_fs(); }
 void set_fs_for_testing(fs* f) { g_override = f; }
 
+int open_regular(fs& f, const std::string& path, int& fd, file_stat* st) {
+  if (int e = f.open(path, open_mode::read, fd)) return e;
+  file_stat s;
+  int e = f.fstat(fd, s);
+  if (!e && !s.regular) e = EINVAL;
+  if (e) {
+    f.close(fd);
+    fd = -1;
+    return e;
+  }
+  if (st) *st = s;
+  return 0;
+}
+
 int read_small_file(fs& f, const std::string& path, std::string& out, std::size_t limit) {
   int fd = -1;
-  if (int e = f.open(path, open_mode::read, fd)) return e;
+  if (int e = open_regular(f, path, fd)) return e;
   out.assign(limit, '\0');
   std::size_t got = 0;
   int e = f.pread(fd, out.data(), limit, 0, got);
