@@ -359,6 +359,15 @@ inspect_json)
   json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
   json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
   ;;
+json_non_utf8)
+  # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann
+  # throws on dump); each invalid byte becomes U+FFFD and the document stays valid JSON.
+  run 0 "$fatpack" pack -o u.fpk --name $'pk\xfe' --module $'mod\xff' "${cubins[2]}"
+  run 0 "$fatpack" inspect --json u.fpk
+  json "p=d['packages'][0]; assert p['name']=='pk\ufffd' and p['entries'][0]['module']=='mod\ufffd', p"
+  run 0 "$fatpack" plan --json --gpu sm_90 u.fpk
+  json "p=d['plans'][0]; assert p['package']=='pk\ufffd' and p['module']=='mod\ufffd', p"
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS: $case_name"
