@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,7 +18,29 @@ core::error io_error(const std::string& path, const std::string& what) {
 
 }  // namespace
 
+std::uint64_t max_input_size() {
+  static const std::uint64_t limit = [] {
+    const char* env = std::getenv("FATPACK_MAX_INPUT_SIZE");
+    if (!env || !*env) return default_max_input_size;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || env[0] == '-') {
+      std::fprintf(stderr, "fatpack: warning: FATPACK_MAX_INPUT_SIZE='%s' is not a positive byte count; using %llu\n",
+                   env, static_cast<unsigned long long>(default_max_input_size));
+      return default_max_input_size;
+    }
+    return std::uint64_t(v);
+  }();
+  return limit;
+}
+
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path) {
+  const std::uint64_t limit = max_input_size();
+  auto too_big = [&](const std::string& what) {
+    return core::make_error(core::errc::io, path + ": " + what + " exceeds the input size limit of " +
+                                                std::to_string(limit) + " bytes (FATPACK_MAX_INPUT_SIZE)");
+  };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open");
   struct stat st {};
@@ -29,19 +53,35 @@ core::result<std::vector<std::uint8_t>> read_file(const std::string& path) {
     ::close(fd);
     return core::make_error(core::errc::io, path + ": is a directory");
   }
+  // A regular file's size is known before reading (a sparse 1 TiB file fails here, at once); a
+  // device, FIFO or pipe has none, so the loop below stops at the limit too (/dev/zero never ends).
+  if (S_ISREG(st.st_mode) && std::uint64_t(st.st_size) > limit) {
+    ::close(fd);
+    return too_big("its size (" + std::to_string(st.st_size) + " bytes)");
+  }
   std::vector<std::uint8_t> bytes;
-  bytes.reserve(std::size_t(st.st_size));
-  std::uint8_t buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto e = io_error(path, "read failed");
-      ::close(fd);
-      return e;
+  try {
+    if (S_ISREG(st.st_mode)) bytes.reserve(std::size_t(st.st_size));
+    std::uint8_t buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        auto e = io_error(path, "read failed");
+        ::close(fd);
+        return e;
+      }
+      if (n == 0) break;
+      if (bytes.size() + std::size_t(n) > limit) {
+        ::close(fd);
+        return too_big("the data read");
+      }
+      bytes.insert(bytes.end(), buf, buf + n);
     }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), buf, buf + n);
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    return core::make_error(core::errc::io, path + ": out of memory after reading " + std::to_string(bytes.size()) +
+                                                " bytes");
   }
   ::close(fd);
   return bytes;

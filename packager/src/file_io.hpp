@@ -11,6 +11,11 @@
 
 namespace fatpack::tool {
 
+// Every input the CLI reads is bounded: at most max_input_size() bytes (FATPACK_MAX_INPUT_SIZE, default
+// 4 GiB: larger than any host binary that embeds packages today), for regular files and for devices,
+// FIFOs and pipes alike. More is an error naming the file and the limit, never an allocation failure.
+inline constexpr std::uint64_t default_max_input_size = std::uint64_t(4) << 30;
+std::uint64_t max_input_size();
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path);
 // Returns true in *changed when the file was (re)written.
 core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed = nullptr);

@@ -361,6 +361,21 @@ json_non_utf8)
   run 0 "$fatpack" plan --json --gpu sm_90 u.fpk
   json "p=d['plans'][0]; assert p['package']=='pk\ufffd' and p['module']=='mod\ufffd', p"
   ;;
+input_size_limit)
+  # Every input read is bounded: a huge sparse file fails at once (its size), /dev/zero (no size, no
+  # end) at the limit; both name the file and the limit, and nothing aborts.
+  truncate -s 1T sparse.fpk
+  run 1 "$fatpack" inspect sparse.fpk
+  expect_in err.txt "^fatpack: error: sparse.fpk: .*exceeds the input size limit of [0-9]+ bytes"
+  FATPACK_MAX_INPUT_SIZE=1048576 run 1 "$fatpack" verify /dev/zero
+  expect_in err.txt "^fatpack: error: /dev/zero: .*exceeds the input size limit of 1048576 bytes"
+  FATPACK_MAX_INPUT_SIZE=1048576 run 1 "$fatpack" pack -o z.fpk /dev/zero
+  expect_in err.txt "^fatpack: error: /dev/zero: .*exceeds the input size limit of 1048576 bytes"
+  # Below the limit everything still works.
+  FATPACK_MAX_INPUT_SIZE=100000000 run 0 "$fatpack" pack -o ok.fpk "${cubins[2]}"
+  FATPACK_MAX_INPUT_SIZE=100 run 1 "$fatpack" verify ok.fpk
+  expect_in err.txt "^fatpack: error: ok.fpk: its size \\([0-9]+ bytes\\) exceeds the input size limit of 100 bytes"
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS: $case_name"
