@@ -101,6 +101,15 @@ void after_store(cache_dir& d) {
   }
 }
 
+bool temp_writer_alive(const std::string& path) {
+  fs& f = current_fs();
+  int fd = -1;
+  if (f.open(path, open_mode::read, fd) != 0) return false;
+  const bool alive = f.try_flock(fd) != 0;  // taken: nobody holds it, its writer is gone
+  f.close(fd);                               // drops the flock we may have taken
+  return alive;
+}
+
 std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
   fs& f = current_fs();
   const std::int64_t now = f.now_unix_s();
@@ -110,13 +119,7 @@ std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
     const std::int64_t age = now - it.st.mtime_s;
     bool dead = age > max_age_s;
     // A minute's grace: a writer takes its flock right after creating the file.
-    if (!dead && age > 60) {
-      int fd = -1;
-      if (f.open(it.path, open_mode::read, fd) == 0) {
-        dead = f.try_flock(fd) == 0;  // nobody holds it: its writer is gone
-        f.close(fd);
-      }
-    }
+    if (!dead && age > 60) dead = !temp_writer_alive(it.path);
     if (dead && f.unlink(it.path) == 0) ++n;
   }
   return n;
