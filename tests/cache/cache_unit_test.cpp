@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -145,6 +147,10 @@ class faulty_fs final : public fs {
     return real.try_byte_lock(fd, o);
   }
   int byte_unlock(int fd, std::uint64_t o) override { return real.byte_unlock(fd, o); }
+  int byte_lock_wait(int fd, std::uint64_t o) override {
+    if (int e = f("byte_lock")) return e;
+    return real.byte_lock_wait(fd, o);
+  }
   bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
   std::string passwd_home() override { return real.passwd_home(); }
@@ -1114,4 +1120,42 @@ TEST_CASE("verify --repair takes the key lock (a busy key is skipped with a note
   }
   REQUIRE((*a)->clear());
   CHECK_FALSE(exists(live));  // its writer is gone
+}
+
+TEST_CASE("index.lock / evict.lock exclude two copies of the runtime in one process (OFD locks, not fcntl)") {
+  // Before: Boost's file_lock is a process-scoped fcntl lock, and two lock objects of one process
+  // (two shared libraries, each with its own copy of the runtime) never exclude each other: both
+  // could update the index at once.
+  const std::string root = fresh("two-copies");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  for (const char* name : {"index.lock", "evict.lock"}) {
+    CAPTURE(name);
+    const std::string path = root + "/v1/" + name;
+    std::string why;
+    auto mine = dir_lock::get(path, why);
+    REQUIRE_MESSAGE(mine, why);
+    auto other = dir_lock::open_unshared(path, why);  // the other copy's table
+    REQUIRE_MESSAGE(other, why);
+    REQUIRE(mine->lock(why));
+    CHECK_FALSE(other->try_lock());
+    // A blocking lock of the other copy waits until this one lets go.
+    std::atomic<bool> got{false};
+    std::thread t([&] {
+      std::string w;
+      if (other->lock(w)) {
+        got = true;
+        other->unlock();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_FALSE(got.load());  // never true while `mine` holds it, however slow this machine is
+    mine->unlock();
+    t.join();
+    CHECK(got.load());
+    CHECK(other->try_lock());
+    CHECK_FALSE(mine->try_lock());
+    other->unlock();
+    CHECK(mine->try_lock());
+    mine->unlock();
+  }
 }

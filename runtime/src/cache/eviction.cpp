@@ -11,7 +11,7 @@ namespace fatpack::detail::cache {
 
 namespace {
 
-// Holds evict.lock (the Boost file_lock plus the in-process mutex) for the scope.
+// Holds evict.lock (its OFD lock plus the in-process mutex, locks.hpp) for the scope.
 class evictor {
  public:
   evictor(cache_dir& d, bool wait) : lock_(d.evict_lock()) {
