@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -145,6 +147,10 @@ class faulty_fs final : public fs {
     return real.try_byte_lock(fd, o);
   }
   int byte_unlock(int fd, std::uint64_t o) override { return real.byte_unlock(fd, o); }
+  int byte_lock_wait(int fd, std::uint64_t o) override {
+    if (int e = f("byte_lock")) return e;
+    return real.byte_lock_wait(fd, o);
+  }
   bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
   std::string passwd_home() override { return real.passwd_home(); }
@@ -1063,4 +1069,138 @@ TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a
   // The per-user cache still maps its own index (created by rename, never truncated).
   auto own = cache_dir::open(root, true, 1ull << 30, "user", false);
   CHECK(own->index());  // the truncated file is rebuilt
+}
+
+namespace {
+
+// A second process that runs `hold` (take a lock), says so through a pipe, and keeps it until the
+// parent closes its end (or dies). The kernel drops what it held when it exits.
+struct holder_process {
+  pid_t pid = -1;
+  int to_child = -1;
+  template <class F>
+  explicit holder_process(F hold) {
+    int ready[2], go[2];
+    REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(go) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(ready[0]);
+      ::close(go[1]);
+      const char ok = hold() ? 'y' : 'n';
+      if (::write(ready[1], &ok, 1) != 1) ::_exit(3);
+      char c;
+      while (::read(go[0], &c, 1) > 0) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(go[0]);
+    to_child = go[1];
+    char ok = 0;
+    REQUIRE(::read(ready[0], &ok, 1) == 1);
+    ::close(ready[0]);
+    REQUIRE(ok == 'y');
+  }
+  ~holder_process() { release(); }
+  void release() {
+    if (pid < 0) return;
+    ::close(to_child);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+  }
+};
+
+void damage(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r+b");
+  REQUIRE(f);
+  std::fseek(f, -3, SEEK_END);
+  std::fputc(0xff, f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+TEST_CASE("verify --repair takes the key lock (a busy key is skipped with a note); clear spares live writers' temp files") {
+  // Before: verify --repair unlinked a bad entry without the key's lock (a writer could be renaming
+  // a good one into place), and clear deleted the temp file a live writer was about to rename.
+  const std::string root = fresh("repair-locks");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  const full_key k = make_full_key(key_for(700));
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+  damage(d->entry_path(k));
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  {
+    holder_process writer([&] { return key_lock::try_acquire(d->inflight_lock_path(), cache_dir::lock_hash(k)).release() != nullptr; });
+    auto busy = (*a)->verify(true);
+    bool noted = false;
+    for (const auto& p : busy)
+      if (p.file == d->entry_path(k)) noted = !p.removed && p.problem.find("another process holds its key") != std::string::npos;
+    CHECK(noted);
+    CHECK(exists(d->entry_path(k)));
+  }
+  bool removed = false;
+  for (const auto& p : (*a)->verify(true)) removed |= p.file == d->entry_path(k) && p.removed;
+  CHECK(removed);
+  CHECK_FALSE(exists(d->entry_path(k)));
+  // clear: a live writer's temp file (flock held by another process) survives, a dead one's does not.
+  REQUIRE(d->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+  const std::string fan = d->fanout_dir(k.code.hash);
+  const std::string live = fan + "/." + k.file_name() + ".1.1.tmp", dead = fan + "/." + k.file_name() + ".1.2.tmp";
+  fatpack_test::write_file(dead, std::vector<std::uint8_t>{1});
+  {
+    holder_process writer([&] {
+      const int fd = ::open(live.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      return fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;  // kept open until the child exits
+    });
+    REQUIRE((*a)->clear());
+    CHECK(exists(live));
+    CHECK_FALSE(exists(dead));
+    CHECK_FALSE(exists(d->entry_path(k)));
+  }
+  REQUIRE((*a)->clear());
+  CHECK_FALSE(exists(live));  // its writer is gone
+}
+
+TEST_CASE("index.lock / evict.lock exclude two copies of the runtime in one process (OFD locks, not fcntl)") {
+  // Before: Boost's file_lock is a process-scoped fcntl lock, and two lock objects of one process
+  // (two shared libraries, each with its own copy of the runtime) never exclude each other: both
+  // could update the index at once.
+  const std::string root = fresh("two-copies");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  for (const char* name : {"index.lock", "evict.lock"}) {
+    CAPTURE(name);
+    const std::string path = root + "/v1/" + name;
+    std::string why;
+    auto mine = dir_lock::get(path, why);
+    REQUIRE_MESSAGE(mine, why);
+    auto other = dir_lock::open_unshared(path, why);  // the other copy's table
+    REQUIRE_MESSAGE(other, why);
+    REQUIRE(mine->lock(why));
+    CHECK_FALSE(other->try_lock());
+    // A blocking lock of the other copy waits until this one lets go.
+    std::atomic<bool> got{false};
+    std::thread t([&] {
+      std::string w;
+      if (other->lock(w)) {
+        got = true;
+        other->unlock();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_FALSE(got.load());  // never true while `mine` holds it, however slow this machine is
+    mine->unlock();
+    t.join();
+    CHECK(got.load());
+    CHECK(other->try_lock());
+    CHECK_FALSE(mine->try_lock());
+    other->unlock();
+    CHECK(mine->try_lock());
+    mine->unlock();
+  }
 }

@@ -13,7 +13,7 @@ namespace fatpack::detail::cache {
 
 namespace {
 
-// Holds evict.lock (the Boost file_lock plus the in-process mutex) for the scope.
+// Holds evict.lock (its OFD lock plus the in-process mutex, locks.hpp) for the scope.
 class evictor {
  public:
   evictor(cache_dir& d, bool wait) : lock_(d.evict_lock()) {
@@ -105,6 +105,18 @@ void after_store(cache_dir& d) {
   }
 }
 
+temp_writer temp_writer_of(const std::string& path) {
+  fs& f = current_fs();
+  int fd = -1;
+  if (f.open(path, open_mode::read, fd) != 0) return temp_writer::unknown;
+  const int e = f.try_flock(fd);
+  f.close(fd);  // drops the flock we may have taken
+  if (e == 0) return temp_writer::gone;  // taken: nobody holds it, its writer is gone
+  return e == EWOULDBLOCK || e == EAGAIN ? temp_writer::alive : temp_writer::unknown;
+}
+
+bool temp_writer_alive(const std::string& path) { return temp_writer_of(path) != temp_writer::gone; }
+
 std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
   fs& f = current_fs();
   const std::int64_t now = f.now_unix_s();
@@ -117,14 +129,9 @@ std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
     bool dead = false;
     // A minute's grace: a writer takes its flock right after creating the file.
     if (age > 60) {
-      int fd = -1;
-      if (f.open(it.path, open_mode::read, fd) == 0) {
-        const int e = f.try_flock(fd);
-        // Free: its writer is gone. Held: alive, whatever the clock says. Cannot tell (ENOLCK, ...):
-        // go by age.
-        dead = e == 0 || (e != EWOULDBLOCK && e != EAGAIN && age > max_age_s);
-        f.close(fd);
-      }
+      const temp_writer w = temp_writer_of(it.path);
+      // Gone: remove. Alive: never, whatever the clock says. Cannot tell (ENOLCK, ...): go by age.
+      dead = w == temp_writer::gone || (w == temp_writer::unknown && age > max_age_s);
     }
     if (dead && f.unlink(it.path) == 0) ++n;
   }

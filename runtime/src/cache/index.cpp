@@ -144,16 +144,10 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
     why = path + ": " + errno_text(e);
     return nullptr;
   }
-  if (int e = fsys.open(path, writable ? open_mode::read_write : open_mode::read, fd)) {
-    why = path + ": " + errno_text(e);
-    return nullptr;
-  }
   file_stat st;
-  int e = fsys.fstat(fd, st);
-  if (!e && !st.regular) e = EINVAL;
+  int e = open_regular(fsys, path, fd, &st, writable ? open_mode::read_write : open_mode::read);
   if (e) {
-    fsys.close(fd);
-    why = path + ": " + (e == EINVAL ? std::string("not a regular file") : errno_text(e));
+    why = open_problem(path, e);
     return nullptr;
   }
   // Map only a file we own and only ever replace by rename (never truncate): someone else's file
