@@ -135,6 +135,25 @@ std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
     }
     if (dead && f.unlink(it.path) == 0) ++n;
   }
+  // Index files being created (index.v1.tmp.<pid>.<n>, index.cpp) by a process that died before
+  // renaming them: 3 MiB or more each, and no other code ever removes them. They are written under
+  // index.lock, so while we hold it nobody is writing one; the age grace covers a writer on a file
+  // system where the lock is not shared (and keeps the clock-skew case harmless).
+  auto ilock = d.index_lock();
+  std::vector<std::string> names;
+  if (ilock && f.list_dir(d.dir(), names) == 0) {
+    std::string why;
+    dir_lock_guard g(*ilock, why);
+    if (g.ok()) {
+      for (const auto& name : names) {
+        if (name.rfind("index.v1.tmp.", 0) != 0) continue;
+        const std::string path = d.dir() + "/" + name;
+        file_stat st;
+        if (f.stat(path, st) || !st.regular || now - st.mtime_s <= 60) continue;
+        if (f.unlink(path) == 0) ++n;
+      }
+    }
+  }
   return n;
 }
 
