@@ -147,10 +147,6 @@ class faulty_fs final : public fs {
     return real.try_byte_lock(fd, o);
   }
   int byte_unlock(int fd, std::uint64_t o) override { return real.byte_unlock(fd, o); }
-  int byte_lock_wait(int fd, std::uint64_t o) override {
-    if (int e = f("byte_lock")) return e;
-    return real.byte_lock_wait(fd, o);
-  }
   bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
   std::string passwd_home() override { return real.passwd_home(); }
