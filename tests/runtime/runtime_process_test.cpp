@@ -254,3 +254,28 @@ TEST_CASE("FATPACK_JIT_THREADS out of range or garbage: one warning and the defa
   CHECK(ok.status == 0);
   CHECK_FALSE(ok.err_has("FATPACK_JIT_THREADS"));
 }
+
+TEST_CASE("default log level: the first warning of a process gets one line; FATPACK_LOG=off none, warn all") {
+  // Two degradations: a garbage thread count and a missing nvJitLink (cuLink is used instead).
+  auto run = [](const char* log) {
+    env_map extra{{"FATPACK_JIT_THREADS", "abc"}, {"FATPACK_JIT_BACKEND", "nvjitlink"},
+                  {"FATPACK_NVJITLINK", "/nonexistent/libnvJitLink.so"}};
+    if (log) extra["FATPACK_LOG"] = log;
+    auto r = probe({"--package", ptx_package(), "--warm", "load", "vadd"}, fake(extra));
+    CHECK(r.status == 0);
+    CHECK(r.has("load vadd device=0 ok"));
+    std::size_t lines = 0;
+    for (std::size_t p = r.err.find("fatpack: "); p != std::string::npos; p = r.err.find("fatpack: ", p + 1)) ++lines;
+    return std::make_pair(lines, r.err);
+  };
+  auto [quiet_default, err_default] = run(nullptr);  // before: nothing at all
+  INFO(err_default);
+  CHECK(quiet_default == 1);
+  CHECK(err_default.find("fatpack: warn: ") != std::string::npos);
+  CHECK(err_default.find("FATPACK_LOG=warn shows all") != std::string::npos);
+  CHECK(run("off").first == 0);
+  auto [all, err_all] = run("warn");
+  INFO(err_all);
+  CHECK(all >= 2);
+  CHECK(err_all.find("FATPACK_LOG=warn shows all") == std::string::npos);
+}

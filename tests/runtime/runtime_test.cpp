@@ -10,6 +10,9 @@
 
 #include "fatpack/core/registry_record.hpp"
 
+#include "fatpack/core/package.hpp"
+#include "../../core/src/format/package_layout.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -586,4 +589,26 @@ TEST_CASE("verdict and cache mode names") {
   CHECK(std::string(fatpack_cache_mode_name(FATPACK_CACHE_MODE_MEMORY_ONLY)) == "memory-only");
   CHECK(std::string(fatpack_cache_mode_name(FATPACK_CACHE_MODE_DISABLED)) == "disabled");
   CHECK(std::string(fatpack_cache_mode_name(42)) == "unknown");
+}
+
+TEST_CASE("a compressed SASS entry whose decoded bytes miss raw_xxh3 never reaches the driver") {
+  // A forged package: the stored bytes and their checksum are intact, raw_xxh3 is not (resealed, so
+  // the tables checksum holds). `fatpack verify` rejects it; so must the SASS load path.
+  namespace layout = core::layout;
+  auto bytes = make_package("forgedraw", entries_of("forged_raw_vadd", {"vadd.sm_90.cubin"}), core::codec::lz4);
+  const std::uint64_t table = layout::get64(&bytes[layout::h_entry_offset]);
+  const std::size_t field = std::size_t(table) + layout::e_raw_xxh3;
+  layout::put64(&bytes[field], layout::get64(&bytes[field]) ^ 1);
+  const std::uint64_t end = layout::get64(&bytes[layout::h_string_offset]) + layout::get64(&bytes[layout::h_string_size]);
+  layout::put64(&bytes[layout::h_tables_xxh3], 0);
+  layout::put64(&bytes[layout::h_tables_xxh3], core::xxh3(core::byte_span(bytes.data(), std::size_t(end))));
+  auto pv = core::package_view::parse(core::byte_span(bytes.data(), bytes.size()), "forged");
+  REQUIRE(pv);
+  CHECK_FALSE(pv->verify());
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "forgedraw").ok());
+  fatpack::load_options o;
+  o.device = 0;
+  auto m = fatpack::load_module("forged_raw_vadd", o);
+  REQUIRE_FALSE(m);
+  CHECK(std::string(m.error().what()).find("raw data checksum mismatch") != std::string::npos);
 }

@@ -308,7 +308,9 @@ FATPACK_API policy effective_policy();       // what a load without an explicit 
 // JIT threads (default: hardware threads, or FATPACK_JIT_THREADS). Takes effect before the first JIT.
 FATPACK_API void set_jit_threads(unsigned n);
 
-// Log level: FATPACK_LOG=off|error|warn|info|debug (default off). Lines go to stderr, or to the
+// Log level: FATPACK_LOG=off|error|warn|info|debug. Default (unset, and never set here): off, except
+// one line for the first warning of the process, naming how to see all (warn) or none (off); an
+// explicit level, `off` included, replaces that. Lines go to stderr, or to the
 // callback when one is set (then nothing goes to stderr). The callback is called with a lock held:
 // it must not call back into fatpack. set_log_callback(nullptr) restores stderr.
 FATPACK_API void set_log_level(log_level level);

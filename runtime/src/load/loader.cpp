@@ -160,7 +160,8 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     if (e.target.kind == core::entry_kind::sass) {
       stopwatch sw;
       // Only the entry being tried is decompressed, into a buffer that goes as soon as the driver has
-      // the module. An uncompressed entry is handed to the driver in place (after its checksum).
+      // the module. An uncompressed entry is handed to the driver in place (after its checksum);
+      // a compressed one is checked before decoding and after (core's decompress_into), as verify does.
       std::unique_ptr<os::scratch_buffer> raw;
       const std::uint8_t* image = nullptr;
       std::string bad;
@@ -173,9 +174,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         raw = std::make_unique<os::scratch_buffer>(static_cast<std::size_t>(e.raw_size));
         if (!*raw) {
           bad = "out of host memory for " + std::to_string(e.raw_size) + " bytes";
-        } else if (auto s = me.package->view.decompress_into(c.entry, raw->data(), decompress_threads(),
-                                                                   core::package_view::check::stored);
-                   !s) {
+        } else if (auto s = me.package->view.decompress_into(c.entry, raw->data(), decompress_threads()); !s) {
           bad = s.error().message;
         }
         image = raw ? raw->data() : nullptr;

@@ -6,13 +6,14 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 namespace fatpack::detail {
 
 namespace {
 
 log_level parse_level(const char* s) {
-  if (!s) return log_level::off;
+  if (!s || !*s) return log_level::off;
   std::string v(s);
   if (v == "error") return log_level::error;
   if (v == "warn" || v == "warning") return log_level::warn;
@@ -21,8 +22,20 @@ log_level parse_level(const char* s) {
   return log_level::off;
 }
 
+const char* const k_first_warning_hint =
+    " (fatpack reports only its first warning by default; FATPACK_LOG=warn shows all, FATPACK_LOG=off none)";
+
+bool level_chosen_by_environment() {
+  const char* v = os::getenv("FATPACK_LOG");
+  return v && *v;
+}
+
 struct log_state {
   std::atomic<int> level{static_cast<int>(parse_level(os::getenv("FATPACK_LOG")))};
+  // Nobody chose a level (FATPACK_LOG unset or empty, set_log_level never called): the first warning
+  // or error of the process still gets one line, so a degradation (a read-only cache, a refused
+  // cache entry) is never silent. Cleared once that line is out, or when a level is chosen.
+  std::atomic<bool> first_warning_pending{!level_chosen_by_environment()};
   std::mutex mu;  // serialises lines and guards callback
   std::function<void(log_level, std::string_view)> callback;
 };
@@ -30,6 +43,19 @@ struct log_state {
 log_state& state() {
   static log_state* s = new log_state();  // leaked: logging may happen from static destructors
   return *s;
+}
+
+// The one line the default level lets through: the first line of the process's first warning or
+// error, with a hint saying how to see more or none.
+bool take_first_warning(log_level level, std::string_view& text, std::string& owned) {
+  if (level != log_level::warn && level != log_level::error) return false;
+  auto& s = state();
+  if (!s.first_warning_pending.load(std::memory_order_relaxed) || !s.first_warning_pending.exchange(false))
+    return false;
+  owned.assign(text.substr(0, text.find('\n')));
+  owned += k_first_warning_hint;
+  text = owned;
+  return true;
 }
 
 }  // namespace
@@ -49,7 +75,8 @@ bool log_enabled(log_level level) {
 }
 
 void log_line(log_level level, std::string_view text) {
-  if (!log_enabled(level)) return;
+  std::string first;
+  if (!log_enabled(level) && !take_first_warning(level, text, first)) return;
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   std::size_t pos = 0;
@@ -68,7 +95,10 @@ void log_line(log_level level, std::string_view text) {
   }
 }
 
-void set_log_threshold(log_level level) { state().level.store(static_cast<int>(level)); }
+void set_log_threshold(log_level level) {
+  state().first_warning_pending.store(false);
+  state().level.store(static_cast<int>(level));
+}
 log_level log_threshold() { return static_cast<log_level>(state().level.load()); }
 void set_log_sink(std::function<void(log_level, std::string_view)> callback) {
   auto& s = state();

@@ -1,5 +1,6 @@
-// Logging: FATPACK_LOG=off|error|warn|info|debug (default off: errors are returned as values, a
-// library does not write to stderr unasked). Each line is "fatpack: <level>: <text>" on stderr, or
+// Logging: FATPACK_LOG=off|error|warn|info|debug. Default (unset, and no set_log_level call): off,
+// except one line for the first warning or error of the process (errors are returned as values and a
+// library does not chatter on stderr, but a degradation such as a read-only cache is never silent). Each line is "fatpack: <level>: <text>" on stderr, or
 // goes to the callback set through fatpack::set_log_callback (then nothing is written to stderr).
 #pragma once
 

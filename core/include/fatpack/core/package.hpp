@@ -60,17 +60,12 @@ class package_view {
 
   byte_span stored_payload(std::size_t i) const;
 
-  // What decompressing an entry proves. `full`: the stored XXH3 before decoding and the raw XXH3 of
-  // the result. `stored`: only the stored XXH3. That hash covers every byte the decoder reads, so a
-  // damaged package is caught either way; the raw hash additionally guards against a writer or
-  // decoder bug, at the price of one more pass over the output (~60 us per MB). The runtime's SASS
-  // load path uses `stored` (it is on every start-up); `fatpack verify`, extract and the JIT's PTX
-  // use `full`.
-  enum class check { full, stored };
-
-  // Decompresses entry i (on up to `threads` threads for entries of several blocks).
+  // Decompresses entry i (on up to `threads` threads for entries of several blocks), checking the
+  // stored XXH3 before decoding and the raw XXH3 of the result. Every reader (verify, extract, the
+  // runtime's SASS and PTX paths) goes through here, so they accept exactly the same packages: a
+  // forged package with an intact stored hash but a wrong raw hash is refused at load time too.
   result<std::vector<std::uint8_t>> decompress(std::size_t i, unsigned threads = 1) const;
-  status decompress_into(std::size_t i, std::uint8_t* out, unsigned threads = 1, check c = check::full) const;
+  status decompress_into(std::size_t i, std::uint8_t* out, unsigned threads = 1) const;
   // Decompresses and checks every entry.
   status verify() const;
 
