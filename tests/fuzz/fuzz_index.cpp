@@ -1,6 +1,7 @@
 // libFuzzer target: the cache index reader (runtime/src/cache/index.cpp, docs/cache.md §5). The
-// index is a file other processes write; it is mapped, so the input goes into a memfd that
-// index_file::map() maps through /proc/self/fd (the same stat + mapping path as a real index.v1).
+// index is a file other processes write; it is mapped, so the input goes into one temp file (on
+// tmpfs where there is one: /dev/shm), rewritten for each input, which index_file::map() opens and
+// maps by its path as it does index.v1 (a regular file, opened without following links).
 // A mapped index must answer every read and survive writer operations (insert, touch, erase) on
 // whatever its slots hold, never reading or writing outside the mapping.
 #include "cache/index.hpp"
@@ -10,26 +11,33 @@
 #include <cstdlib>
 #include <string>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 namespace {
-int memfd() {
-  static const int fd = [] {
-    const int f = memfd_create("fuzz-index", MFD_CLOEXEC);
-    if (f < 0) std::abort();
-    return f;
+struct temp_file {
+  int fd = -1;
+  std::string path;
+};
+const temp_file& file() {
+  static const temp_file f = [] {
+    temp_file t;
+    t.path = std::string(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") + "/fatpack-fuzz-index-XXXXXX";
+    t.fd = mkstemp(t.path.data());
+    if (t.fd < 0) std::abort();
+    static std::string to_remove = t.path;
+    std::atexit([] { unlink(to_remove.c_str()); });
+    return t;
   }();
-  return fd;
+  return f;
 }
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fatpack::detail::cache;
-  const int fd = memfd();
+  const int fd = file().fd;
   if (ftruncate(fd, 0) != 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) std::abort();
   if (size && pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) std::abort();
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const std::string& path = file().path;
   std::string why;
   // Writable: the writer operations run on the fuzzed bytes too (under the index lock in the
   // product; here nobody else maps the file).

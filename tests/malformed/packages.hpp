@@ -9,7 +9,8 @@
 
 namespace sweep {
 
-inline bytes package_of(const std::string& name, const std::vector<std::string>& artifacts, fatpack::core::codec c) {
+inline bytes package_of(const std::string& name, const std::vector<std::string>& artifacts, fatpack::core::codec c,
+                        std::uint32_t block_size = 0) {
   std::vector<fatpack::core::entry_input> entries;
   for (const auto& a : artifacts) {
     const bytes b = read_file(artifact(a));
@@ -19,6 +20,7 @@ inline bytes package_of(const std::string& name, const std::vector<std::string>&
   }
   fatpack::core::pack_options opt;
   opt.codec = c;
+  opt.block_size = block_size;  // 0: the codec's default
   auto pkg = fatpack::core::write_package(name, entries, opt);
   REQUIRE_MESSAGE(pkg, pkg.error().message);
   return *pkg;

@@ -62,6 +62,9 @@ const std::vector<subject>& subjects() {
         v.push_back({name, package_of("load_" + std::string(cname), {a}, codec)});
       }
     }
+    // Many small blocks: the block table and block boundaries damaged too.
+    for (const char* a : {"vadd.sm_90.cubin", "vadd.sm_90a.cubin"})
+      v.push_back({std::string(a) + ".lz4-1k-blocks", package_of("load_lz4_1k", {a}, core::codec::lz4, 1024)});
     return v;
   }();
   return s;
