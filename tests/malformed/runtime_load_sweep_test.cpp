@@ -105,12 +105,11 @@ TEST_CASE("runtime loads: every undamaged sweep package loads on the fake CC 9.0
   }
 }
 
-// Finding (issue 10, "verify and the runtime accept exactly the same packages"), kept as a
-// reproduction: once a PTX entry's declared key (raw_xxh3 and size from the checked table) has been
-// compiled in this process (or is in the disk cache), a package whose PTX payload is damaged loads
-// from that result without its payload being read, while `verify` refuses it. Skipped until the
-// JIT path checks the payload (or the decision to allow it is documented); run it with --no-skip.
-TEST_CASE("runtime loads: a damaged PTX payload is refused also when its key was compiled before" * doctest::skip(true)) {
+// Issue 10, "verify and the runtime accept exactly the same packages": once a PTX entry's declared
+// key (raw_xxh3 and size from the checked table) had been compiled in this process (or was in the
+// disk cache), a package whose PTX payload is damaged loaded from that result without its payload
+// being read, while `verify` refuses it. The JIT now checks the stored bytes before any lookup.
+TEST_CASE("runtime loads: a damaged PTX payload is refused also when its key was compiled before") {
   const subject* ptx = nullptr;
   for (const auto& s : subjects())
     if (s.name == "vadd.compute_90.ptx.none") ptx = &s;

@@ -216,6 +216,15 @@ byte_span package_view::stored_payload(std::size_t i) const {
   return bytes_.subspan(std::size_t(e.payload_offset), std::size_t(e.stored_size));
 }
 
+status package_view::check_stored(std::size_t i) const {
+  const entry_info& e = entries_.at(i);
+  const std::uint64_t stored_hash = xxh3(stored_payload(i));
+  if (stored_hash != e.stored_xxh3)
+    return make_error(errc::checksum, source_ + ": " + e.describe() + ": stored payload checksum mismatch (stored " +
+                                          hex(e.stored_xxh3) + ", computed " + hex(stored_hash) + ")");
+  return {};
+}
+
 status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned threads) const {
   const entry_info& e = entries_.at(i);
   auto fail = [&](errc code, const std::string& what) {
@@ -223,10 +232,7 @@ status package_view::decompress_into(std::size_t i, std::uint8_t* out, unsigned 
   };
   const byte_span stored = stored_payload(i);
   // The stored hash catches damage before a decoder sees the bytes; the raw hash proves the result.
-  const std::uint64_t stored_hash = xxh3(stored);
-  if (stored_hash != e.stored_xxh3)
-    return fail(errc::checksum, "stored payload checksum mismatch (stored " + hex(e.stored_xxh3) + ", computed " +
-                                    hex(stored_hash) + ")");
+  if (auto s = check_stored(i); !s) return s;
   status st = core::decompress(e.codec, e.block_size, stored, out, e.raw_size, threads);
   if (!st) return fail(st.error().reason, std::string(codec_name(e.codec)) + ": " + st.error().message);
   const std::uint64_t raw_hash = xxh3(byte_span(out, std::size_t(e.raw_size)));

@@ -529,6 +529,10 @@ bool jit_task_done(const std::shared_ptr<jit_task>& t) {
 
 result<jit_result> jit_service::compile(const jit_request& req) {
   if (auto s = usable_in_this_process(*req.drv); !s) return s.error();
+  // The key comes from the entry table; a hit (in memory or on disk) never decodes the payload. So
+  // check its stored bytes here, or a package `verify` refuses would load (its payload damaged, its
+  // table intact). One XXH3 pass over the stored (compressed) PTX.
+  if (auto s = req.package->view.check_stored(req.entry); !s) return s.error();
   std::shared_ptr<jit_task> t;
   try {
     bool created = false;
@@ -542,6 +546,7 @@ result<jit_result> jit_service::compile(const jit_request& req) {
 
 result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
   if (auto s = usable_in_this_process(*req.drv); !s) return s.error();
+  if (auto s = req.package->view.check_stored(req.entry); !s) return s.error();  // as compile()
   try {
     bool created = false;
     auto t = get_or_create(req, created);

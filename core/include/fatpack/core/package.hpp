@@ -65,6 +65,10 @@ class package_view {
   // runtime's SASS and PTX paths) goes through here, so they accept exactly the same packages: a
   // forged package with an intact stored hash but a wrong raw hash is refused at load time too.
   result<std::vector<std::uint8_t>> decompress(std::size_t i, unsigned threads = 1) const;
+  // The first of those checks alone: entry i's stored bytes against stored_xxh3. For a reader that
+  // may not decode the entry at all (the JIT, when the entry's key was compiled before), so it still
+  // refuses the packages verify refuses.
+  status check_stored(std::size_t i) const;
   status decompress_into(std::size_t i, std::uint8_t* out, unsigned threads = 1) const;
   // Decompresses and checks every entry.
   status verify() const;
