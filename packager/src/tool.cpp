@@ -60,6 +60,7 @@ core::result<package_file> load_package_file(const std::string& path) {
     if (!pv) return std::move(pv).error();
     pf.packages.push_back(std::move(pv).value());
   }
+  if (auto st = core::check_unique_names(pf.packages); !st) return st.error();
   return pf;
 }
 

@@ -164,6 +164,28 @@ TEST_CASE("concatenated packages and packages embedded in other bytes are found"
   CHECK(skipped.size() == 1);
 }
 
+TEST_CASE("two packages of one name in one file are refused, naming both") {
+  const auto a = build(codec::lz4);
+  auto other_entries = real_entries();
+  other_entries.resize(1);
+  auto b = write_package("kernels", other_entries, {});  // the same name as `a`, other content
+  REQUIRE(b);
+  std::vector<std::uint8_t> both = a;
+  both.insert(both.end(), b->begin(), b->end());
+  auto all = parse_packages(byte_span(both), "both.fpk");
+  REQUIRE_FALSE(all);
+  CHECK(contains(all.error().message, "both.fpk+0x"));
+  CHECK(contains(all.error().message, "a second package named 'kernels' (the first is both.fpk)"));
+  // Found by the embedded scan: the same rule.
+  std::vector<package_view> views;
+  for (const auto off : find_embedded_packages(byte_span(both)))
+    views.push_back(package_view::parse(byte_span(both).subspan(std::size_t(off), both.size() - std::size_t(off)), "x").value());
+  REQUIRE(views.size() == 2);
+  CHECK_FALSE(check_unique_names(views));
+  views.pop_back();
+  CHECK(check_unique_names(views));
+}
+
 TEST_CASE("damaged packages are rejected with an error naming the field") {
   using namespace layout;
   const auto good = build(codec::lz4);

@@ -249,19 +249,44 @@ status package_view::verify() const {
   return {};
 }
 
+namespace {
+
+// Two packages of one name in one file would make every module of that name unloadable (the
+// registry keeps both and cannot tell them apart, and naming the package does not help), so the
+// second is refused with both places named.
+status refuse_duplicate_name(const std::vector<std::pair<std::string, std::string>>& seen, const package_view& pv) {
+  for (const auto& [name, where] : seen)
+    if (name == pv.name())
+      return make_error(errc::malformed, std::string(pv.source()) + ": a second package named '" + name + "' (the first is " +
+                                             where + "): package names must be unique in one file");
+  return {};
+}
+
+}  // namespace
+
 status for_each_package(byte_span bytes, std::string_view source, const std::function<status(package_view&&)>& fn) {
   if (bytes.size == 0) return make_error(errc::truncated, std::string(source) + ": empty file");
   std::uint64_t off = 0;
-  std::size_t count = 0;
+  std::vector<std::pair<std::string, std::string>> seen;  // name, where
   while (off < bytes.size) {
     // After a package, a tail of zero bytes only (an embedder's or linker's alignment) ends the list.
-    if (count > 0 && all_zero(bytes.data + off, std::size_t(bytes.size - off))) break;
+    if (!seen.empty() && all_zero(bytes.data + off, std::size_t(bytes.size - off))) break;
     const std::string where = off == 0 ? std::string(source) : std::string(source) + "+" + hex(off);
     auto pv = package_view::parse(bytes.subspan(std::size_t(off), std::size_t(bytes.size - off)), where);
     if (!pv) return pv.error();
+    if (auto st = refuse_duplicate_name(seen, *pv); !st) return st;
+    seen.emplace_back(std::string(pv->name()), where);
     off += pv->total_size();  // a multiple of 64 and at least the header: the walk always advances
-    ++count;
     if (auto st = fn(std::move(pv).value()); !st) return st;
+  }
+  return {};
+}
+
+status check_unique_names(const std::vector<package_view>& packages) {
+  std::vector<std::pair<std::string, std::string>> seen;
+  for (const auto& pv : packages) {
+    if (auto st = refuse_duplicate_name(seen, pv); !st) return st;
+    seen.emplace_back(std::string(pv.name()), std::string(pv.source()));
   }
   return {};
 }

@@ -87,8 +87,12 @@ class package_view {
 // blobs and memory alike: each package starts at the previous one's total_size (a multiple of 64);
 // after at least one package, a tail of zero bytes only ends the list (alignment padding an
 // embedder or linker added); anything else must be a valid package, or the walk fails with its
-// error. Empty input is an error. Calls fn for each package in order; an error from fn stops the walk.
+// error. Empty input is an error. Two packages of one name are an error naming both (see
+// check_unique_names). Calls fn for each package in order; an error from fn stops the walk.
 status for_each_package(byte_span bytes, std::string_view source, const std::function<status(package_view&&)>& fn);
+// The name rule of for_each_package for packages found otherwise (find_embedded_packages): an error
+// naming both places when two packages share a name.
+status check_unique_names(const std::vector<package_view>& packages);
 // for_each_package, collected.
 result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source);
 
