@@ -254,3 +254,16 @@ TEST_CASE("FATPACK_JIT_THREADS out of range or garbage: one warning and the defa
   CHECK(ok.status == 0);
   CHECK_FALSE(ok.err_has("FATPACK_JIT_THREADS"));
 }
+
+TEST_CASE("a registered .fpk rewritten in place (cp over it) is still loaded from the bytes read at registration") {
+  // Before: add_package_file mapped the file; truncating it made the next read of the mapping SIGBUS
+  // (the process died). The probe is a child process, so a SIGBUS fails this test (status != 0).
+  const std::string file = temp_dir() + "/rewritten.fpk";
+  write_file(file, read_file(full_package()));
+  auto r = probe({"--package", file, "rewrite", file, "64", "load", "vadd", "rewrite", file, "0", "--policy",
+                  "force_ptx", "load", "vadd"},
+                 fake({{"FATPACK_CACHE_DISABLE", "1"}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("load vadd device=0 ok entry=2 target=sm_90"));
+  CHECK(r.has("target=compute_80"));
+}
