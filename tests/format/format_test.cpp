@@ -186,6 +186,40 @@ TEST_CASE("two packages of one name in one file are refused, naming both") {
   CHECK(check_unique_names(views));
 }
 
+TEST_CASE("the embedded-package scan is linear: fake headers that each claim the rest of the file") {
+  using namespace layout;
+  // 16 MiB with a header every 64 bytes that passes every check before the table checksum and
+  // declares its tables to run to the end: a quadratic scan hashes ~2 TB here (hours).
+  const std::size_t size = std::size_t(16) << 20;
+  std::vector<std::uint8_t> host(size, 0);
+  for (std::size_t pos = 0; pos + header_size_v1 <= size; pos += 64) {
+    std::uint8_t* h = host.data() + pos;
+    std::memcpy(h, package_magic, sizeof package_magic);
+    put16(h + h_major, format_major);
+    put32(h + h_header_size, header_size_v1);
+    const std::uint64_t total = (size - pos) / 64 * 64;
+    put64(h + h_total_size, total);
+    put64(h + h_entry_offset, header_size_v1);
+    put32(h + h_entry_count, 0);
+    put32(h + h_entry_size, entry_size_v1);
+    put64(h + h_string_offset, header_size_v1);
+    put64(h + h_string_size, total - header_size_v1);
+  }
+  // A real package after the fake region is still found: the claims end before it.
+  const auto real = build(codec::lz4);
+  const std::size_t at = host.size();
+  host.insert(host.end(), real.begin(), real.end());
+  std::vector<error> skipped;
+  std::uint64_t work = 0;
+  const auto found = find_embedded_packages(byte_span(host), &skipped, &work);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == at);
+  CHECK_FALSE(skipped.empty());
+  // Steps, not time: what the parses could examine stays within the input (plus the magic probes).
+  CHECK(work <= host.size() + 8 * (host.size() / 8));
+  CHECK(work >= size);  // the counter counts: the first fake claims the whole fake region
+}
+
 TEST_CASE("damaged packages are rejected with an error naming the field") {
   using namespace layout;
   const auto good = build(codec::lz4);

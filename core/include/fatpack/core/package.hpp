@@ -99,6 +99,10 @@ result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_vi
 // Finds packages embedded anywhere in a larger file (an executable, object or archive): scans for the
 // magic at 8-byte aligned offsets and keeps each hit whose header and tables validate. Returns the
 // offsets of valid packages; `skipped` (optional) receives errors of magic hits that did not validate.
-std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped = nullptr);
+// Linear in the input: a hit whose header declares a plausible total_size claims those bytes whether
+// it validates or not, and the scan resumes after them. `work` (optional, for tests) receives the
+// bytes the candidates' parses could examine in all, at most bytes.size plus 8 per magic hit.
+std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped = nullptr,
+                                                  std::uint64_t* work = nullptr);
 
 }  // namespace fatpack::core
