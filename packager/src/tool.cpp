@@ -37,19 +37,28 @@ core::result<package_file> load_package_file(const std::string& path) {
   pf.path = path;
   pf.bytes = std::move(bytes).value();
   const core::byte_span all(pf.bytes);
-  if (all.size >= sizeof core::package_magic &&
-      std::memcmp(all.data, core::package_magic, sizeof core::package_magic) == 0) {
+  // Only an ELF file (executable, shared library, object) or an ar archive is searched for embedded
+  // packages. Anything else is a package file and goes through the runtime's own walker, so that
+  // `verify` accepts exactly what add_package_file accepts: a package file whose first magic is
+  // damaged is an error, not a "host binary" whose second package happens to validate.
+  auto starts_with = [&](const char* magic, std::size_t n) { return all.size >= n && std::memcmp(all.data, magic, n) == 0; };
+  const bool host_binary = starts_with("\x7f" "ELF", 4) || starts_with("!<arch>\n", 8) || starts_with("!<thin>\n", 8);
+  if (!host_binary) {
+    if (!starts_with(reinterpret_cast<const char*>(core::package_magic), sizeof core::package_magic))
+      return core::make_error(all.size < sizeof core::package_magic ? core::errc::truncated : core::errc::bad_magic,
+                              path + (all.size == 0 ? ": empty file"
+                                                    : ": not a fatpack package and embeds none (no package magic at "
+                                                      "offset 0, and not an ELF file or ar archive)"));
     auto pkgs = core::parse_packages(all, path);
     if (!pkgs) return std::move(pkgs).error();
     pf.packages = std::move(pkgs).value();
     return pf;
   }
-  // Not a package: look inside (an executable, object or archive that embeds packages). Sections
+  // A host binary: look inside (an executable, object or archive that embeds packages). Sections
   // are not trusted (PIE executables may carry zeroed records); the magic and a valid header are.
   std::vector<core::error> skipped;
   const auto offsets = core::find_embedded_packages(all, &skipped);
   if (offsets.empty()) {
-    if (all.size == 0) return core::make_error(core::errc::truncated, path + ": empty file");
     if (!skipped.empty())
       return core::make_error(skipped.front().reason, path + ": holds a damaged package at " + skipped.front().message);
     return core::make_error(core::errc::bad_magic, path + ": not a fatpack package and embeds none");
@@ -60,6 +69,7 @@ core::result<package_file> load_package_file(const std::string& path) {
     if (!pv) return std::move(pv).error();
     pf.packages.push_back(std::move(pv).value());
   }
+  if (auto st = core::check_unique_names(pf.packages); !st) return st.error();
   return pf;
 }
 

@@ -418,6 +418,28 @@ output_not_regular)
   run 1 "$fatpack" pack -o dangling.fpk "${cubins[2]}"
   expect_in err.txt "^fatpack: error: dangling.fpk: is a symbolic link to a missing file"
   ;;
+concatenation_one_walker)
+  # verify and the runtime read concatenations with one walker and accept exactly the same files.
+  run 0 "$fatpack" pack -o a.fpk --name a "${cubins[2]}"
+  run 0 "$fatpack" pack -o b.fpk --name b --module other "${cubins[1]}"
+  cat a.fpk b.fpk > ab.fpk
+  # A damaged magic in the first package: refused by both (it used to pass verify as a "host binary").
+  cp ab.fpk badmagic.fpk
+  printf 'X' | dd of=badmagic.fpk bs=1 seek=1 conv=notrunc status=none
+  run 1 "$fatpack" verify badmagic.fpk
+  expect_in err.txt "^fatpack: error: badmagic.fpk: not a fatpack package"
+  run 1 "$PROBE" --package badmagic.fpk load vadd
+  # Trailing zero padding (what a linker or embedder adds): accepted by both.
+  cp ab.fpk padded.fpk
+  head -c 1000 /dev/zero >> padded.fpk
+  run 0 "$fatpack" verify padded.fpk
+  expect_in out.txt "padded.fpk: ok \\(2 packages, 2 entries\\)"
+  run 0 "$PROBE" --package padded.fpk load vadd
+  # Anything else after a package: refused by both.
+  printf 'x' >> padded.fpk
+  run 1 "$fatpack" verify padded.fpk
+  run 1 "$PROBE" --package padded.fpk load vadd
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "PASS: $case_name"

@@ -164,6 +164,62 @@ TEST_CASE("concatenated packages and packages embedded in other bytes are found"
   CHECK(skipped.size() == 1);
 }
 
+TEST_CASE("two packages of one name in one file are refused, naming both") {
+  const auto a = build(codec::lz4);
+  auto other_entries = real_entries();
+  other_entries.resize(1);
+  auto b = write_package("kernels", other_entries, {});  // the same name as `a`, other content
+  REQUIRE(b);
+  std::vector<std::uint8_t> both = a;
+  both.insert(both.end(), b->begin(), b->end());
+  auto all = parse_packages(byte_span(both), "both.fpk");
+  REQUIRE_FALSE(all);
+  CHECK(contains(all.error().message, "both.fpk+0x"));
+  CHECK(contains(all.error().message, "a second package named 'kernels' (the first is both.fpk)"));
+  // Found by the embedded scan: the same rule.
+  std::vector<package_view> views;
+  for (const auto off : find_embedded_packages(byte_span(both)))
+    views.push_back(package_view::parse(byte_span(both).subspan(std::size_t(off), both.size() - std::size_t(off)), "x").value());
+  REQUIRE(views.size() == 2);
+  CHECK_FALSE(check_unique_names(views));
+  views.pop_back();
+  CHECK(check_unique_names(views));
+}
+
+TEST_CASE("the embedded-package scan is linear: fake headers that each claim the rest of the file") {
+  using namespace layout;
+  // 16 MiB with a header every 64 bytes that passes every check before the table checksum and
+  // declares its tables to run to the end: a quadratic scan hashes ~2 TB here (hours).
+  const std::size_t size = std::size_t(16) << 20;
+  std::vector<std::uint8_t> host(size, 0);
+  for (std::size_t pos = 0; pos + header_size_v1 <= size; pos += 64) {
+    std::uint8_t* h = host.data() + pos;
+    std::memcpy(h, package_magic, sizeof package_magic);
+    put16(h + h_major, format_major);
+    put32(h + h_header_size, header_size_v1);
+    const std::uint64_t total = (size - pos) / 64 * 64;
+    put64(h + h_total_size, total);
+    put64(h + h_entry_offset, header_size_v1);
+    put32(h + h_entry_count, 0);
+    put32(h + h_entry_size, entry_size_v1);
+    put64(h + h_string_offset, header_size_v1);
+    put64(h + h_string_size, total - header_size_v1);
+  }
+  // A real package after the fake region is still found: the claims end before it.
+  const auto real = build(codec::lz4);
+  const std::size_t at = host.size();
+  host.insert(host.end(), real.begin(), real.end());
+  std::vector<error> skipped;
+  std::uint64_t work = 0;
+  const auto found = find_embedded_packages(byte_span(host), &skipped, &work);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == at);
+  CHECK_FALSE(skipped.empty());
+  // Steps, not time: what the parses could examine stays within the input (plus the magic probes).
+  CHECK(work <= host.size() + 8 * (host.size() / 8));
+  CHECK(work >= size);  // the counter counts: the first fake claims the whole fake region
+}
+
 TEST_CASE("damaged packages are rejected with an error naming the field") {
   using namespace layout;
   const auto good = build(codec::lz4);

@@ -6,7 +6,7 @@
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
 //                         [--warm] [devices] [load MODULE]...
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
-//                         [fork MODULE]
+//                         [fork MODULE] [rewrite FILE SIZE]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -22,6 +22,8 @@
 //            tried init, load_module MODULE and warm().wait(), each must fail with an error saying
 //            why, then wait_cache_refresh(), which must return; the child is killed by SIGALRM after
 //            20 s if anything hangs: status=hung)
+//   rewrite FILE SIZE: FILE rewritten in place as `cp` does (O_TRUNC, then SIZE bytes 0xAB), so that a
+//            mapping of it would lose its pages (SIGBUS on the next read past the new end)
 // Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
 //
 // Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
@@ -244,6 +246,12 @@ int main(int argc, char** argv) {
         std::printf("device %d cc=%d.%d name=%s max_ptx_isa=%s driver=%d uuid=%s\n", d, info.cc_major, info.cc_minor,
                     info.name.c_str(), info.max_ptx_isa.c_str(), info.driver_version, info.uuid_str.c_str());
       }
+    } else if (a == "rewrite") {
+      const std::string file = next();
+      const std::vector<char> junk(std::strtoul(next().c_str(), nullptr, 10), char(0xAB));
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);  // the same inode, like cp over it
+      f.write(junk.data(), std::streamsize(junk.size()));
+      if (!f.good()) ok = false;
     } else if (a == "load") {
       std::string module = next();
       if (warm) {

@@ -279,3 +279,16 @@ TEST_CASE("default log level: the first warning of a process gets one line; FATP
   CHECK(all >= 2);
   CHECK(err_all.find("FATPACK_LOG=warn shows all") == std::string::npos);
 }
+
+TEST_CASE("a registered .fpk rewritten in place (cp over it) is still loaded from the bytes read at registration") {
+  // Before: add_package_file mapped the file; truncating it made the next read of the mapping SIGBUS
+  // (the process died). The probe is a child process, so a SIGBUS fails this test (status != 0).
+  const std::string file = temp_dir() + "/rewritten.fpk";
+  write_file(file, read_file(full_package()));
+  auto r = probe({"--package", file, "rewrite", file, "64", "load", "vadd", "rewrite", file, "0", "--policy",
+                  "force_ptx", "load", "vadd"},
+                 fake({{"FATPACK_CACHE_DISABLE", "1"}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("load vadd device=0 ok entry=2 target=sm_90"));
+  CHECK(r.has("target=compute_80"));
+}

@@ -430,6 +430,17 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   auto clash = fatpack::add_package_memory(other.data(), other.size(), "clash");
   CHECK(clash.error().code == fatpack::errc::ambiguous);
 
+  // Two packages of one name in one buffer would leave their modules unloadable (ambiguous even
+  // when the package is named): refused as a whole, naming both.
+  auto twins = make_package("twinpkg", entries_of("twin_vadd", {"vadd.sm_90.cubin"}));
+  const auto twin2 = make_package("twinpkg", entries_of("twin_vadd", {"vadd.sm_80.cubin"}));
+  twins.insert(twins.end(), twin2.begin(), twin2.end());
+  auto twin = fatpack::add_package_memory(twins.data(), twins.size(), "twins");
+  REQUIRE_FALSE(twin.ok());
+  CHECK(twin.error().code == fatpack::errc::bad_package);
+  CHECK(twin.error().message.find("a second package named 'twinpkg' (the first is twins)") != std::string::npos);
+  CHECK(fatpack::load_module("twin_vadd").error().code == fatpack::errc::not_found);
+
   auto nf = fatpack::load_module("no_such_module");
   REQUIRE_FALSE(nf);
   CHECK(nf.error().code == fatpack::errc::not_found);

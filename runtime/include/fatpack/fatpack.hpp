@@ -95,6 +95,8 @@ FATPACK_API result<void*> driver_entry_point(const char* symbol, int cuda_versio
 
 // Packages linked into the program by `fatpack embed` / fatpack_add_kernels are found automatically.
 // These add more. Every package is validated when it is added.
+// A file is read once into memory the runtime owns (at most 4 GiB), never mapped: rewriting it
+// later cannot affect or crash the process.
 FATPACK_API status add_package_file(const std::string& path);
 enum class ownership { copy, borrow };  // borrow: the caller keeps the bytes alive and unchanged
 FATPACK_API status add_package_memory(const void* data, std::size_t size, std::string_view source = "memory",

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fatpack::detail::os {
 
@@ -24,7 +25,8 @@ library open_library(const std::string& path, std::string& why);
 // The address of `symbol`, or null.
 void* find_symbol(const library& lib, const char* symbol);
 
-// A read-only mapping of a whole file; unmapped when the last owner goes away.
+// A read-only mapping of a whole file; unmapped when the last owner goes away. Only for files
+// their owner never rewrites in place (see read_file).
 class mapped_file {
  public:
   virtual ~mapped_file() = default;
@@ -33,6 +35,13 @@ class mapped_file {
 };
 // Maps `path`; on failure returns null and sets `why` ("No such file or directory").
 std::shared_ptr<const mapped_file> map_file(const std::string& path, std::string& why);
+
+// Reads a whole regular file into owned memory, at most `max_size` bytes; on failure returns null
+// and sets `why` ("No such file or directory", "is 5000000000 bytes, more than ..."). Packages are
+// copied, not mapped: a mapped file rewritten in place (`cp` over it, an update) would kill the
+// process with SIGBUS on the next read of a page past its new end.
+std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& path, std::uint64_t max_size,
+                                                           std::string& why);
 
 // True on NVIDIA's Tegra/Jetson platforms (L4T writes /etc/nv_tegra_release), where SASS has no
 // minor-version compatibility. Other integrated GPUs are not Tegra.

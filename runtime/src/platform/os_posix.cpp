@@ -1,4 +1,4 @@
-// POSIX implementation of the OS seam (os.hpp): dlopen, mmap, stat, hardware threads.
+// POSIX implementation of the OS seam (os.hpp): dlopen, mmap, whole-file reads, stat, hardware threads.
 #include "platform/os.hpp"
 
 #include <cerrno>
@@ -77,6 +77,46 @@ std::shared_ptr<const mapped_file> map_file(const std::string& path, std::string
   }
   ::close(fd);  // the mapping keeps the file alive
   return std::make_shared<posix_mapping>(p, n);
+}
+
+std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& path, std::uint64_t max_size,
+                                                           std::string& why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return nullptr;
+  }
+  auto fail = [&](std::string what) {
+    why = std::move(what);
+    ::close(fd);
+    return nullptr;
+  };
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (std::uint64_t(st.st_size) > max_size)
+    return fail("is " + std::to_string(st.st_size) + " bytes, more than the limit of " + std::to_string(max_size));
+  auto bytes = std::make_shared<std::vector<std::uint8_t>>();
+  try {
+    bytes->resize(static_cast<std::size_t>(st.st_size));
+  } catch (const std::exception&) {
+    return fail("cannot allocate " + std::to_string(st.st_size) + " bytes");
+  }
+  // The file may change while it is read: the bytes read are what counts (the size read may be
+  // shorter; more is not read).
+  std::size_t got = 0;
+  while (got < bytes->size()) {
+    const ssize_t n = ::read(fd, bytes->data() + got, bytes->size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += std::size_t(n);
+  }
+  bytes->resize(got);
+  ::close(fd);
+  return bytes;
 }
 
 scratch_buffer::scratch_buffer(std::size_t size) : size_(size) {

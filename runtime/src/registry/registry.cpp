@@ -163,10 +163,12 @@ status registry::add_parsed_locked(std::vector<std::shared_ptr<registered_packag
 
 status registry::add_file(const std::string& path) {
   std::string why;
-  auto map = os::map_file(path, why);
-  if (!map) return error{errc::io, 0, "cannot read package " + path + ": " + why, {}};
-  core::byte_span bytes(map->data(), map->size());
-  auto parsed = parse_all(bytes, path, map);
+  // Read into owned memory, not mapped (docs/runtime.md): rewriting a mapped file in place would
+  // kill this process with SIGBUS; a copy stays valid whatever happens to the file.
+  auto owned = os::read_file(path, max_package_file_size, why);
+  if (!owned) return error{errc::io, 0, "cannot read package " + path + ": " + why, {}};
+  core::byte_span bytes(owned->data(), owned->size());
+  auto parsed = parse_all(bytes, path, owned);
   if (!parsed) return parsed.error();
   std::lock_guard<std::mutex> lock(mu_);
   scan_embedded_locked();

@@ -6,7 +6,8 @@
 //    (weak + hidden, so each shared library sees its own), plus records registered at static-init
 //    time through fatpack_register_embedded() (how a shared library's packages reach a runtime
 //    linked elsewhere). Records are deduplicated by address. Embedded bytes are read in place.
-//  - packages added through the API: a file (mapped read-only, never copied), a memory buffer
+//  - packages added through the API: a file (read into owned memory, at most max_package_file_size
+//    bytes; never mapped, so rewriting it cannot crash the process), a memory buffer
 //    (copied or borrowed), or a bare cubin / PTX / nvcc fatbin image that becomes a one-module package
 //    (core::import_input + core::write_package with codec none).
 //
@@ -30,11 +31,14 @@
 
 namespace fatpack::detail {
 
+// The largest package file add_package_file reads (4 GiB, as the CLI's default input limit).
+inline constexpr std::uint64_t max_package_file_size = std::uint64_t(4) << 30;
+
 struct registered_package {
   std::string name;
   std::string source;                  // "embedded", "embedded (registered)", path, "memory", "image"
   core::package_view view;             // views into the bytes kept alive by `keep`
-  std::shared_ptr<const void> keep;    // mapping or owned copy; null for embedded / borrowed bytes
+  std::shared_ptr<const void> keep;    // owned copy (file, copied memory, image); null for embedded / borrowed bytes
   std::vector<std::string> modules;    // distinct module names, in entry order
 };
 using package_ptr = std::shared_ptr<const registered_package>;

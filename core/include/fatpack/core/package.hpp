@@ -86,14 +86,22 @@ class package_view {
 // blobs and memory alike: each package starts at the previous one's total_size (a multiple of 64);
 // after at least one package, a tail of zero bytes only ends the list (alignment padding an
 // embedder or linker added); anything else must be a valid package, or the walk fails with its
-// error. Empty input is an error. Calls fn for each package in order; an error from fn stops the walk.
+// error. Empty input is an error. Two packages of one name are an error naming both (see
+// check_unique_names). Calls fn for each package in order; an error from fn stops the walk.
 status for_each_package(byte_span bytes, std::string_view source, const std::function<status(package_view&&)>& fn);
+// The name rule of for_each_package for packages found otherwise (find_embedded_packages): an error
+// naming both places when two packages share a name.
+status check_unique_names(const std::vector<package_view>& packages);
 // for_each_package, collected.
 result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source);
 
 // Finds packages embedded anywhere in a larger file (an executable, object or archive): scans for the
 // magic at 8-byte aligned offsets and keeps each hit whose header and tables validate. Returns the
 // offsets of valid packages; `skipped` (optional) receives errors of magic hits that did not validate.
-std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped = nullptr);
+// Linear in the input: a hit whose header declares a plausible total_size claims those bytes whether
+// it validates or not, and the scan resumes after them. `work` (optional, for tests) receives the
+// bytes the candidates' parses could examine in all, at most bytes.size plus 8 per magic hit.
+std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped = nullptr,
+                                                  std::uint64_t* work = nullptr);
 
 }  // namespace fatpack::core
