@@ -989,18 +989,26 @@ TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, 
   CHECK((*a)->stats().bytes <= cfg.max_bytes + 2000);
 }
 
+namespace {
+
+// A fresh per-user cache directory `name` holding one entry for `k` (and its index).
+std::string cache_with_entry(const std::string& name, const full_key& k) {
+  const std::string root = fresh(name);
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
+  std::string why;
+  REQUIRE_MESSAGE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0, why);
+  REQUIRE(w->index());
+  return root;
+}
+
+}  // namespace
+
 TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a running process is no SIGBUS") {
   // Before: index.v1 of a prebuilt layer (someone else's file) was mapped MAP_SHARED; `cp` or a
   // truncate over it made the next lookup touch pages past the end of the file: SIGBUS.
-  const std::string root = fresh("prebuilt-index");
-  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
-  std::string why;
   const full_key k = make_full_key(key_for(600));
-  {
-    auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
-    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
-    REQUIRE(w->index());
-  }
+  const std::string root = cache_with_entry("prebuilt-index", k);
   const std::string index_path = root + "/v1/index.v1";
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -1081,12 +1089,10 @@ void damage(const std::string& path) {
 TEST_CASE("verify --repair takes the key lock (a busy key is skipped with a note); clear spares live writers' temp files") {
   // Before: verify --repair unlinked a bad entry without the key's lock (a writer could be renaming
   // a good one into place), and clear deleted the temp file a live writer was about to rename.
-  const std::string root = fresh("repair-locks");
-  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
-  std::string why;
   const full_key k = make_full_key(key_for(700));
+  const std::string root = cache_with_entry("repair-locks", k);
+  std::string why;
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
-  REQUIRE(d->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
   damage(d->entry_path(k));
   auto a = admin::open(root, false);
   REQUIRE(a.has_value());
@@ -1158,4 +1164,29 @@ TEST_CASE("index.lock / evict.lock exclude two copies of the runtime in one proc
     CHECK(mine->try_lock());
     mine->unlock();
   }
+}
+
+TEST_CASE("a prebuilt layer's objects/<ab> directories are checked: symlinked or writable by others is refused") {
+  // Before: only the root and v1/ were checked; lookups open objects/<ab>/<entry> by name, so a
+  // symlinked or world-writable fan-out directory let someone else plant entries in the layer.
+  const full_key k = make_full_key(key_for(800));
+  const std::string root = cache_with_entry("prebuilt-fans", k);
+  const std::string fan = root + "/v1/objects/" + fatpack::core::hex_bytes(k.code.hash.data(), 1);
+  CHECK(check_prebuilt_dir(root).access == dir_access::read_only);
+  REQUIRE(::chmod(fan.c_str(), 0777) == 0);
+  dir_verdict v = check_prebuilt_dir(root);
+  CHECK(v.access == dir_access::refused);
+  CHECK(v.warning.find(fan) != std::string::npos);
+  REQUIRE(::chmod(fan.c_str(), 0700) == 0);
+  REQUIRE(::chmod((root + "/v1/objects").c_str(), 0757) == 0);
+  CHECK(check_prebuilt_dir(root).access == dir_access::refused);
+  REQUIRE(::chmod((root + "/v1/objects").c_str(), 0700) == 0);
+  // A fan-out directory replaced by a symlink to a directory someone else controls.
+  const std::string elsewhere = fresh("prebuilt-fans-elsewhere");
+  REQUIRE(std::system(("mv '" + fan + "' '" + elsewhere + "/ab' && ln -s '" + elsewhere + "/ab' '" + fan + "'").c_str()) == 0);
+  v = check_prebuilt_dir(root);
+  CHECK(v.access == dir_access::refused);
+  CHECK(v.warning.find("symbolic links are not followed") != std::string::npos);
+  auto c = disk_cache::create(cfg_for(fresh("prebuilt-fans-user")));
+  CHECK_FALSE(c->add_prebuilt(root).ok());
 }
