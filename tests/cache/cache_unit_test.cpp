@@ -1190,3 +1190,33 @@ TEST_CASE("a prebuilt layer's objects/<ab> directories are checked: symlinked or
   auto c = disk_cache::create(cfg_for(fresh("prebuilt-fans-user")));
   CHECK_FALSE(c->add_prebuilt(root).ok());
 }
+
+TEST_CASE("prune and index rebuilds keep the use order: an entry used recently outlives one created later, never used") {
+  // Before: the rebuild (which prune runs first) ordered by file time, so the oldest file was the
+  // first victim however recently it had been used.
+  const full_key used = make_full_key(key_for(900)), unused = make_full_key(key_for(901));
+  const std::string root = cache_with_entry("lru-rebuild", used);
+  std::string why;
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d->write(unused, fatpack::core::byte_span(cubin90()), why) == 0);
+  // The used entry's file is older (by a day, so that file times alone would pick it).
+  REQUIRE(std::system(("touch -d '1 day ago' '" + d->entry_path(used) + "'").c_str()) == 0);
+  REQUIRE(d->read_exact(used, 90).has_value());  // used now
+  // A forced rebuild keeps the order.
+  REQUIRE(d->rebuild_index(why, 0, true));
+  {
+    auto idx = d->index();
+    index_slot a, b;
+    REQUIRE(idx->find(used.code.hash, used.driver.hash, &a));
+    REQUIRE(idx->find(unused.code.hash, unused.driver.hash, &b));
+    CHECK(a.tick > b.tick);
+  }
+  // prune (which rebuilds first) to one entry evicts the unused one.
+  auto adm = admin::open(root, false);
+  REQUIRE(adm.has_value());
+  const std::uint64_t one = (*adm)->stats().bytes / 2;
+  prune_result pr = (*adm)->prune(one);
+  CHECK(pr.removed == 1);
+  CHECK(exists(d->entry_path(used)));
+  CHECK_FALSE(exists(d->entry_path(unused)));
+}
