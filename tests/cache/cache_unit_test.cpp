@@ -153,7 +153,8 @@ class faulty_fs final : public fs {
   }
   bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
-  std::string passwd_home() override { return real.passwd_home(); }
+  std::string fake_home;  // non-empty: passwd_home() answers this
+  std::string passwd_home() override { return fake_home.empty() ? real.passwd_home() : fake_home; }
   bool privileged_exec() override { return privileged; }
   std::int64_t now_unix_s() override { return real.now_unix_s(); }
   std::int64_t now_unix_ns() override { return real.now_unix_ns(); }
@@ -1219,4 +1220,51 @@ TEST_CASE("prune and index rebuilds keep the use order: an entry used recently o
   CHECK(pr.removed == 1);
   CHECK(exists(d->entry_path(used)));
   CHECK_FALSE(exists(d->entry_path(unused)));
+}
+
+TEST_CASE("root with another user's HOME uses root's own home, never creates a root-owned cache in that HOME") {
+  // Before: `sudo app` keeping HOME created ~user/.cache/fatpack owned by root (0700); the user's
+  // own runs refused it (foreign owner) and were memory-only from then on.
+  const std::string base = fresh("root-home");
+  const std::string user_home = base + "/user", root_home = base + "/root";
+  REQUIRE(::mkdir(user_home.c_str(), 0700) == 0);
+  if (::geteuid() == 0) REQUIRE(::chown(user_home.c_str(), 65534, 65534) == 0);  // another user's home
+  struct saved_env {
+    std::map<std::string, std::string> kept;
+    saved_env() {
+      for (const char* n : {"HOME", "XDG_CACHE_HOME", "FATPACK_CACHE_PATH"})
+        if (const char* v = std::getenv(n)) kept[n] = v;
+    }
+    ~saved_env() {
+      for (const char* n : {"HOME", "XDG_CACHE_HOME", "FATPACK_CACHE_PATH"}) unsetenv(n);
+      for (const auto& kv : kept) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+    }
+  } restore;
+  unsetenv("FATPACK_CACHE_PATH");
+  setenv("HOME", user_home.c_str(), 1);
+  setenv("XDG_CACHE_HOME", (user_home + "/.cache").c_str(), 1);
+  faulty_fs ffs;
+  ffs.fake_home = root_home;
+  ffs.fake_euid = 0;
+  CHECK(default_user_dir() == root_home + "/.cache/fatpack");
+  ffs.fake_home = user_home + "/";  // root's own home (spelt with a slash): $HOME is used as usual
+  CHECK(default_user_dir() == user_home + "/.cache/fatpack");
+  ffs.fake_home = root_home;
+  ffs.fake_euid = 1000;  // not root: the user's HOME, as always
+  CHECK(default_user_dir() == user_home + "/.cache/fatpack");
+  ffs.fake_euid = 0;
+  setenv("FATPACK_CACHE_PATH", (base + "/explicit").c_str(), 1);  // an explicit path is respected
+  CHECK(default_user_dir() == base + "/explicit");
+  unsetenv("FATPACK_CACHE_PATH");
+  ffs.fake_home = "/";  // a root without a usable home of its own... still not the user's
+  CHECK(default_user_dir().rfind(user_home, 0) != 0);
+  CHECK_FALSE(exists(user_home + "/.cache"));
+  // A HOME that root owns (a service's, a test's scratch home) is used as usual.
+  const std::string scratch = base + "/scratch";
+  REQUIRE(::mkdir(scratch.c_str(), 0700) == 0);
+  if (::geteuid() == 0) {
+    setenv("HOME", scratch.c_str(), 1);
+    unsetenv("XDG_CACHE_HOME");
+    CHECK(default_user_dir() == scratch + "/.cache/fatpack");
+  }
 }
