@@ -85,7 +85,6 @@ class counting_fs final : public fs {
   int try_flock(int fd) override { return r.try_flock(fd); }
   int try_byte_lock(int fd, std::uint64_t o) override { return r.try_byte_lock(fd, o); }
   int byte_unlock(int fd, std::uint64_t o) override { return r.byte_unlock(fd, o); }
-  int byte_lock_wait(int fd, std::uint64_t o) override { return r.byte_lock_wait(fd, o); }
   bool network_fs(const std::string& p) override { return r.network_fs(p); }
   std::uint32_t euid() override { return r.euid(); }
   std::string passwd_home() override { return r.passwd_home(); }

@@ -1,6 +1,7 @@
 // fatpack cache stats|list|verify|prune|clear: operate the runtime's JIT cache (docs/cache.md).
 // Everything goes through the runtime's own cache code (fatpack/admin/cache_admin.hpp), so the
 // tool reads, validates and evicts exactly as a program does.
+#include "json_out.hpp"
 #include "tool.hpp"
 
 #include "fatpack/admin/cache_admin.hpp"
@@ -60,7 +61,7 @@ nlohmann::json entry_json(const fc::entry_info& e) {
 void print_json(const nlohmann::json& body) {
   nlohmann::json doc = {{"schema_version", 1}};
   doc.update(body);
-  std::cout << doc.dump(2) << "\n";
+  print_json_document(doc);
 }
 
 struct cache_args {

@@ -147,17 +147,14 @@ class faulty_fs final : public fs {
     return real.try_byte_lock(fd, o);
   }
   int byte_unlock(int fd, std::uint64_t o) override { return real.byte_unlock(fd, o); }
-  int byte_lock_wait(int fd, std::uint64_t o) override {
-    if (int e = f("byte_lock")) return e;
-    return real.byte_lock_wait(fd, o);
-  }
   bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
   std::string fake_home;  // non-empty: passwd_home() answers this
   std::string passwd_home() override { return fake_home.empty() ? real.passwd_home() : fake_home; }
   bool privileged_exec() override { return privileged; }
-  std::int64_t now_unix_s() override { return real.now_unix_s(); }
-  std::int64_t now_unix_ns() override { return real.now_unix_ns(); }
+  std::int64_t clock_offset_s = 0;  // a wrong or jumped system clock
+  std::int64_t now_unix_s() override { return real.now_unix_s() + clock_offset_s; }
+  std::int64_t now_unix_ns() override { return real.now_unix_ns() + clock_offset_s * 1000000000; }
   int pid() override { return real.pid(); }
 };
 
@@ -988,6 +985,50 @@ TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, 
   REQUIRE(a.has_value());
   for (const auto& p : (*a)->verify(false)) CHECK_MESSAGE(p.file.find("index.v1") != std::string::npos, p.problem);
   CHECK((*a)->stats().bytes <= cfg.max_bytes + 2000);
+}
+
+TEST_CASE("clock skew -1 year .. +3 days: hits, LRU order and temp-file cleaning stay right") {
+  const std::string root = fresh("skew");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  faulty_fs f;
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  std::string why;
+  const std::int64_t year = 365ll * 24 * 3600, days3 = 3ll * 24 * 3600;
+  std::vector<full_key> keys;
+  for (int i = 0; i < 4; ++i) {
+    f.clock_offset_s = i % 2 ? days3 : -year;  // the clock jumps between stores
+    keys.push_back(make_full_key(key_for(900 + i)));
+    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  f.clock_offset_s = -year;
+  REQUIRE(d->read_exact(keys[0], 90));  // used last, with the clock a year behind
+  f.clock_offset_s = days3;
+  const std::uint64_t one = d->index()->total_bytes() / 4;
+  evict_to(*d, one * 2, true);
+  CHECK(d->read_exact(keys[0], 90).has_value());  // the most recently used survives
+  CHECK(d->read_exact(keys[3], 90).has_value());
+  CHECK_FALSE(d->read_exact(keys[1], 90).has_value());
+  CHECK_FALSE(d->read_exact(keys[2], 90).has_value());
+
+  // Temp files: a live writer's (flock held) is never removed, even when the clock makes it look 3
+  // days old (before: removed as "older than a day"); a dead one is removed even when the clock is a
+  // year behind and its mtime lies in the future (before: never, so they piled up).
+  const std::string fan = d->fanout_dir(keys[0].code.hash);
+  const std::string dead = fan + "/.d.fpc.1.1.tmp", alive = fan + "/.a.fpc.1.2.tmp";
+  REQUIRE(std::system(("touch -d '2 hours ago' '" + dead + "' '" + alive + "'").c_str()) == 0);
+  int fd = ::open(alive.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(posix_fs().try_flock(fd) == 0);
+  f.clock_offset_s = days3;
+  clean_temp_files(*d, 24 * 3600);
+  CHECK(exists(alive));
+  f.clock_offset_s = -year;
+  clean_temp_files(*d, 24 * 3600);
+  CHECK_FALSE(exists(dead));
+  CHECK(exists(alive));
+  ::close(fd);
+  clean_temp_files(*d, 24 * 3600);
+  CHECK_FALSE(exists(alive));
 }
 
 namespace {

@@ -6,6 +6,8 @@
 #include "platform/log.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 namespace fatpack::detail::cache {
 
@@ -90,7 +92,9 @@ void after_store(cache_dir& d) {
   if (!idx) return;
   const std::int64_t now = current_fs().now_unix_s();
   const bool over = d.max_bytes() && idx->total_bytes() > d.max_bytes();
-  const bool clean_due = now - idx->last_clean_s() > 3600;
+  // A distance, not a difference: after the clock jumps back, a "last clean" in the future must not
+  // postpone cleaning until the clock catches up.
+  const bool clean_due = std::llabs(now - idx->last_clean_s()) > 3600;
   if (!over && !clean_due) return;
   evictor ev(d, false);
   if (!ev.held()) return;  // someone else is at it
@@ -101,14 +105,17 @@ void after_store(cache_dir& d) {
   }
 }
 
-bool temp_writer_alive(const std::string& path) {
+temp_writer temp_writer_of(const std::string& path) {
   fs& f = current_fs();
   int fd = -1;
-  if (f.open(path, open_mode::read, fd) != 0) return false;
-  const bool alive = f.try_flock(fd) != 0;  // taken: nobody holds it, its writer is gone
-  f.close(fd);                               // drops the flock we may have taken
-  return alive;
+  if (f.open(path, open_mode::read, fd) != 0) return temp_writer::unknown;
+  const int e = f.try_flock(fd);
+  f.close(fd);  // drops the flock we may have taken
+  if (e == 0) return temp_writer::gone;  // taken: nobody holds it, its writer is gone
+  return e == EWOULDBLOCK || e == EAGAIN ? temp_writer::alive : temp_writer::unknown;
 }
+
+bool temp_writer_alive(const std::string& path) { return temp_writer_of(path) != temp_writer::gone; }
 
 std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
   fs& f = current_fs();
@@ -116,11 +123,36 @@ std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
   std::uint64_t n = 0;
   for (const auto& it : d.scan()) {
     if (!it.temp) continue;
-    const std::int64_t age = now - it.st.mtime_s;
-    bool dead = age > max_age_s;
+    // Ages are distances: the clock may have jumped (NTP, a fixed RTC), so a file stamped in the
+    // future is not young for ever, and no age alone marks a file whose writer is alive.
+    const std::int64_t age = std::llabs(now - it.st.mtime_s);
+    bool dead = false;
     // A minute's grace: a writer takes its flock right after creating the file.
-    if (!dead && age > 60) dead = !temp_writer_alive(it.path);
+    if (age > 60) {
+      const temp_writer w = temp_writer_of(it.path);
+      // Gone: remove. Alive: never, whatever the clock says. Cannot tell (ENOLCK, ...): go by age.
+      dead = w == temp_writer::gone || (w == temp_writer::unknown && age > max_age_s);
+    }
     if (dead && f.unlink(it.path) == 0) ++n;
+  }
+  // Index files being created (index.v1.tmp.<pid>.<n>, index.cpp) by a process that died before
+  // renaming them: 3 MiB or more each, and no other code ever removes them. They are written under
+  // index.lock, so while we hold it nobody is writing one; the age grace covers a writer on a file
+  // system where the lock is not shared (and keeps the clock-skew case harmless).
+  auto ilock = d.index_lock();
+  std::vector<std::string> names;
+  if (ilock && f.list_dir(d.dir(), names) == 0) {
+    std::string why;
+    dir_lock_guard g(*ilock, why);
+    if (g.ok()) {
+      for (const auto& name : names) {
+        if (name.rfind("index.v1.tmp.", 0) != 0) continue;
+        const std::string path = d.dir() + "/" + name;
+        file_stat st;
+        if (f.stat(path, st) || !st.regular || now - st.mtime_s <= 60) continue;
+        if (f.unlink(path) == 0) ++n;
+      }
+    }
   }
   return n;
 }

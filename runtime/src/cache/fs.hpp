@@ -65,10 +65,6 @@ class fs {
   // descriptions conflict even inside one process (so threads exclude each other too).
   virtual int try_byte_lock(int fd, std::uint64_t offset) = 0;
   virtual int byte_unlock(int fd, std::uint64_t offset) = 0;
-  // The same lock, waiting for it (F_OFD_SETLKW): 0 or an errno (ENOLCK, EDEADLK, ...). Only for
-  // locks held for short times (index.lock, evict.lock). The default polls try_byte_lock, so a seam
-  // written before this call existed keeps working; the POSIX one blocks in the kernel.
-  virtual int byte_lock_wait(int fd, std::uint64_t offset);
   // True for NFS/SMB/Lustre/other network file systems (statfs f_type), where locks and shared
   // mappings are not reliable.
   virtual bool network_fs(const std::string& path) = 0;

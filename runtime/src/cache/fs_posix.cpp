@@ -135,7 +135,6 @@ class posix final : public fs {
   }
   int try_byte_lock(int fd, std::uint64_t offset) override { return ofd(fd, offset, F_WRLCK); }
   int byte_unlock(int fd, std::uint64_t offset) override { return ofd(fd, offset, F_UNLCK); }
-  int byte_lock_wait(int fd, std::uint64_t offset) override { return ofd(fd, offset, F_WRLCK, F_OFD_SETLKW); }
   bool network_fs(const std::string& path) override {
     struct statfs s{};
     if (::statfs(path.c_str(), &s) != 0) return false;
@@ -194,16 +193,6 @@ class posix final : public fs {
 fs* g_override = nullptr;
 
 }  // namespace
-
-int fs::byte_lock_wait(int fd, std::uint64_t offset) {
-  int sleep_us = 50;
-  while (true) {
-    const int e = try_byte_lock(fd, offset);
-    if (e != EAGAIN && e != EWOULDBLOCK) return e;
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    sleep_us = sleep_us < 5000 ? sleep_us * 2 : 10000;
-  }
-}
 
 fs& posix_fs() {
   static posix* p = new posix();

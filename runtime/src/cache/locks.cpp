@@ -23,12 +23,25 @@ class ofd_dir_lock final : public dir_lock {
   ~ofd_dir_lock() override { current_fs().close(fd_); }
   bool lock(std::string& why) override {
     mu_.lock();
-    if (int e = current_fs().byte_lock_wait(fd_, 0)) {
-      mu_.unlock();
-      why = "file lock: " + errno_text(e);
-      return false;
+    // Polled, never F_OFD_SETLKW: a holder stopped inside its few microseconds (SIGSTOP, a debugger,
+    // a frozen container) must not hang every other process's store or load. After the bound the
+    // caller skips its index update; the index is advisory (entries are files, found without it).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(dir_lock_wait_ms);
+    int sleep_us = 50;
+    while (true) {
+      const int e = current_fs().try_byte_lock(fd_, 0);
+      if (e == 0) return true;
+      if ((e != EAGAIN && e != EWOULDBLOCK) || std::chrono::steady_clock::now() >= deadline) {
+        mu_.unlock();
+        why = e == EAGAIN || e == EWOULDBLOCK
+                  ? "file lock: held by another process for more than " + std::to_string(dir_lock_wait_ms) +
+                        " ms (stopped?)"
+                  : "file lock: " + errno_text(e);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      sleep_us = sleep_us < 5000 ? sleep_us * 2 : 10000;
     }
-    return true;
   }
   bool try_lock() override {
     if (!mu_.try_lock()) return false;

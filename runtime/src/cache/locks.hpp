@@ -23,6 +23,9 @@
 
 namespace fatpack::detail::cache {
 
+// How long dir_lock::lock waits (docs/cache.md §4).
+inline constexpr int dir_lock_wait_ms = 2000;
+
 class dir_lock {
  public:
   // The lock object for `path` (created 0600 if missing). nullptr with `why` when the file cannot be
@@ -32,8 +35,9 @@ class dir_lock {
   // (another shared library with its own hidden copy) has. For tests.
   static std::shared_ptr<dir_lock> open_unshared(const std::string& path, std::string& why);
   virtual ~dir_lock() = default;
-  // Exclusive; false with `why` on an error (ENOLCK, ...). Blocking (the holders keep it for
-  // microseconds: index updates).
+  // Exclusive; false with `why` on an error (ENOLCK, ...) or after dir_lock_wait_ms (the holders
+  // keep it for microseconds, an index rebuild for about a second; a longer hold is a holder that is
+  // stopped, and waiting for it would hang this process's store or load).
   virtual bool lock(std::string& why) = 0;
   // Non-blocking: false when another thread or process holds it.
   virtual bool try_lock() = 0;
