@@ -149,7 +149,8 @@ class faulty_fs final : public fs {
   int byte_unlock(int fd, std::uint64_t o) override { return real.byte_unlock(fd, o); }
   bool network_fs(const std::string& p) override { return network || real.network_fs(p); }
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
-  std::string passwd_home() override { return real.passwd_home(); }
+  std::string fake_home;  // non-empty: passwd_home() answers this
+  std::string passwd_home() override { return fake_home.empty() ? real.passwd_home() : fake_home; }
   bool privileged_exec() override { return privileged; }
   std::int64_t clock_offset_s = 0;  // a wrong or jumped system clock
   std::int64_t now_unix_s() override { return real.now_unix_s() + clock_offset_s; }
@@ -1030,18 +1031,26 @@ TEST_CASE("clock skew -1 year .. +3 days: hits, LRU order and temp-file cleaning
   CHECK_FALSE(exists(alive));
 }
 
+namespace {
+
+// A fresh per-user cache directory `name` holding one entry for `k` (and its index).
+std::string cache_with_entry(const std::string& name, const full_key& k) {
+  const std::string root = fresh(name);
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
+  std::string why;
+  REQUIRE_MESSAGE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0, why);
+  REQUIRE(w->index());
+  return root;
+}
+
+}  // namespace
+
 TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a running process is no SIGBUS") {
   // Before: index.v1 of a prebuilt layer (someone else's file) was mapped MAP_SHARED; `cp` or a
   // truncate over it made the next lookup touch pages past the end of the file: SIGBUS.
-  const std::string root = fresh("prebuilt-index");
-  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
-  std::string why;
   const full_key k = make_full_key(key_for(600));
-  {
-    auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
-    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
-    REQUIRE(w->index());
-  }
+  const std::string root = cache_with_entry("prebuilt-index", k);
   const std::string index_path = root + "/v1/index.v1";
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -1122,12 +1131,10 @@ void damage(const std::string& path) {
 TEST_CASE("verify --repair takes the key lock (a busy key is skipped with a note); clear spares live writers' temp files") {
   // Before: verify --repair unlinked a bad entry without the key's lock (a writer could be renaming
   // a good one into place), and clear deleted the temp file a live writer was about to rename.
-  const std::string root = fresh("repair-locks");
-  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
-  std::string why;
   const full_key k = make_full_key(key_for(700));
+  const std::string root = cache_with_entry("repair-locks", k);
+  std::string why;
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
-  REQUIRE(d->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
   damage(d->entry_path(k));
   auto a = admin::open(root, false);
   REQUIRE(a.has_value());
@@ -1198,5 +1205,107 @@ TEST_CASE("index.lock / evict.lock exclude two copies of the runtime in one proc
     other->unlock();
     CHECK(mine->try_lock());
     mine->unlock();
+  }
+}
+
+TEST_CASE("a prebuilt layer's objects/<ab> directories are checked: symlinked or writable by others is refused") {
+  // Before: only the root and v1/ were checked; lookups open objects/<ab>/<entry> by name, so a
+  // symlinked or world-writable fan-out directory let someone else plant entries in the layer.
+  const full_key k = make_full_key(key_for(800));
+  const std::string root = cache_with_entry("prebuilt-fans", k);
+  const std::string fan = root + "/v1/objects/" + fatpack::core::hex_bytes(k.code.hash.data(), 1);
+  CHECK(check_prebuilt_dir(root).access == dir_access::read_only);
+  REQUIRE(::chmod(fan.c_str(), 0777) == 0);
+  dir_verdict v = check_prebuilt_dir(root);
+  CHECK(v.access == dir_access::refused);
+  CHECK(v.warning.find(fan) != std::string::npos);
+  REQUIRE(::chmod(fan.c_str(), 0700) == 0);
+  REQUIRE(::chmod((root + "/v1/objects").c_str(), 0757) == 0);
+  CHECK(check_prebuilt_dir(root).access == dir_access::refused);
+  REQUIRE(::chmod((root + "/v1/objects").c_str(), 0700) == 0);
+  // A fan-out directory replaced by a symlink to a directory someone else controls.
+  const std::string elsewhere = fresh("prebuilt-fans-elsewhere");
+  REQUIRE(std::system(("mv '" + fan + "' '" + elsewhere + "/ab' && ln -s '" + elsewhere + "/ab' '" + fan + "'").c_str()) == 0);
+  v = check_prebuilt_dir(root);
+  CHECK(v.access == dir_access::refused);
+  CHECK(v.warning.find("symbolic links are not followed") != std::string::npos);
+  auto c = disk_cache::create(cfg_for(fresh("prebuilt-fans-user")));
+  CHECK_FALSE(c->add_prebuilt(root).ok());
+}
+
+TEST_CASE("prune and index rebuilds keep the use order: an entry used recently outlives one created later, never used") {
+  // Before: the rebuild (which prune runs first) ordered by file time, so the oldest file was the
+  // first victim however recently it had been used.
+  const full_key used = make_full_key(key_for(900)), unused = make_full_key(key_for(901));
+  const std::string root = cache_with_entry("lru-rebuild", used);
+  std::string why;
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d->write(unused, fatpack::core::byte_span(cubin90()), why) == 0);
+  // The used entry's file is older (by a day, so that file times alone would pick it).
+  REQUIRE(std::system(("touch -d '1 day ago' '" + d->entry_path(used) + "'").c_str()) == 0);
+  REQUIRE(d->read_exact(used, 90).has_value());  // used now
+  // A forced rebuild keeps the order.
+  REQUIRE(d->rebuild_index(why, 0, true));
+  {
+    auto idx = d->index();
+    index_slot a, b;
+    REQUIRE(idx->find(used.code.hash, used.driver.hash, &a));
+    REQUIRE(idx->find(unused.code.hash, unused.driver.hash, &b));
+    CHECK(a.tick > b.tick);
+  }
+  // prune (which rebuilds first) to one entry evicts the unused one.
+  auto adm = admin::open(root, false);
+  REQUIRE(adm.has_value());
+  const std::uint64_t one = (*adm)->stats().bytes / 2;
+  prune_result pr = (*adm)->prune(one);
+  CHECK(pr.removed == 1);
+  CHECK(exists(d->entry_path(used)));
+  CHECK_FALSE(exists(d->entry_path(unused)));
+}
+
+TEST_CASE("root with another user's HOME uses root's own home, never creates a root-owned cache in that HOME") {
+  // Before: `sudo app` keeping HOME created ~user/.cache/fatpack owned by root (0700); the user's
+  // own runs refused it (foreign owner) and were memory-only from then on.
+  const std::string base = fresh("root-home");
+  const std::string user_home = base + "/user", root_home = base + "/root";
+  REQUIRE(::mkdir(user_home.c_str(), 0700) == 0);
+  if (::geteuid() == 0) REQUIRE(::chown(user_home.c_str(), 65534, 65534) == 0);  // another user's home
+  struct saved_env {
+    std::map<std::string, std::string> kept;
+    saved_env() {
+      for (const char* n : {"HOME", "XDG_CACHE_HOME", "FATPACK_CACHE_PATH"})
+        if (const char* v = std::getenv(n)) kept[n] = v;
+    }
+    ~saved_env() {
+      for (const char* n : {"HOME", "XDG_CACHE_HOME", "FATPACK_CACHE_PATH"}) unsetenv(n);
+      for (const auto& kv : kept) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+    }
+  } restore;
+  unsetenv("FATPACK_CACHE_PATH");
+  setenv("HOME", user_home.c_str(), 1);
+  setenv("XDG_CACHE_HOME", (user_home + "/.cache").c_str(), 1);
+  faulty_fs ffs;
+  ffs.fake_home = root_home;
+  ffs.fake_euid = 0;
+  CHECK(default_user_dir() == root_home + "/.cache/fatpack");
+  ffs.fake_home = user_home + "/";  // root's own home (spelt with a slash): $HOME is used as usual
+  CHECK(default_user_dir() == user_home + "/.cache/fatpack");
+  ffs.fake_home = root_home;
+  ffs.fake_euid = 1000;  // not root: the user's HOME, as always
+  CHECK(default_user_dir() == user_home + "/.cache/fatpack");
+  ffs.fake_euid = 0;
+  setenv("FATPACK_CACHE_PATH", (base + "/explicit").c_str(), 1);  // an explicit path is respected
+  CHECK(default_user_dir() == base + "/explicit");
+  unsetenv("FATPACK_CACHE_PATH");
+  ffs.fake_home = "/";  // a root without a usable home of its own... still not the user's
+  CHECK(default_user_dir().rfind(user_home, 0) != 0);
+  CHECK_FALSE(exists(user_home + "/.cache"));
+  // A HOME that root owns (a service's, a test's scratch home) is used as usual.
+  const std::string scratch = base + "/scratch";
+  REQUIRE(::mkdir(scratch.c_str(), 0700) == 0);
+  if (::geteuid() == 0) {
+    setenv("HOME", scratch.c_str(), 1);
+    unsetenv("XDG_CACHE_HOME");
+    CHECK(default_user_dir() == scratch + "/.cache/fatpack");
   }
 }

@@ -34,15 +34,36 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
   return true;
 }
 
+namespace {
+
+std::string without_trailing_slashes(std::string s) {
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
 std::string default_user_dir() {
   const char* p = os::getenv_path("FATPACK_CACHE_PATH");
   if (p && *p) return p;
+  fs& f = current_fs();
+  const char* home = os::getenv_path("HOME");
+  // Root with another user's HOME (sudo keeping HOME, su without -): a cache created there would be
+  // root's, 0700, and that user's own runs would refuse it (foreign owner) from then on, memory-only.
+  // When $HOME is not root's own home (the password database's) and is not a directory root owns,
+  // root uses its own home instead, and ignores $XDG_CACHE_HOME (the user's too).
+  if (f.euid() == 0 && home && *home) {
+    const std::string own = f.passwd_home();
+    file_stat st;
+    const bool roots = f.stat(without_trailing_slashes(home), st) == 0 && st.directory && st.uid == 0;
+    if (without_trailing_slashes(home) != without_trailing_slashes(own) && !roots)
+      return own.empty() ? std::string() : own + "/.cache/fatpack";
+  }
   const char* xdg = os::getenv_path("XDG_CACHE_HOME");
   if (xdg && *xdg && xdg[0] == '/') return std::string(xdg) + "/fatpack";
-  const char* home = os::getenv_path("HOME");
   if (home && *home) return std::string(home) + "/.cache/fatpack";
   // No $HOME (daemons): the password database.
-  std::string pw = current_fs().passwd_home();
+  std::string pw = f.passwd_home();
   return pw.empty() ? std::string() : pw + "/.cache/fatpack";
 }
 

@@ -34,7 +34,8 @@ struct config {
 
 config config_from_env();
 // The per-user cache directory: $FATPACK_CACHE_PATH, else $XDG_CACHE_HOME/fatpack, else
-// $HOME/.cache/fatpack (it need not exist yet).
+// $HOME/.cache/fatpack (it need not exist yet). Root whose $HOME is not its own home (the password
+// database's) uses <its own home>/.cache/fatpack, never a directory under another user's home.
 std::string default_user_dir();
 // "256M" -> 268435456; false on garbage and on a value past 2^64 - 1 bytes (never wraps).
 bool parse_size(const std::string& text, std::uint64_t& out);

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <vector>
 
 namespace fatpack::detail::cache {
 
@@ -103,7 +104,22 @@ dir_verdict check_prebuilt_dir(const std::string& root) {
     return v;
   }
   const std::string fmt = format_dir(root);
-  for (const std::string& d : {root, fmt}) {
+  // The root, v1/, objects/ and every objects/<ab>: lookups open <ab>/<entry> by name, so a fan-out
+  // directory that is a symlink (followed: only the last component is opened O_NOFOLLOW) or that
+  // another user may write would let its owner plant GPU code in this layer.
+  std::vector<std::string> dirs{root, fmt};
+  const std::string objects = fmt + "/objects";
+  file_stat os;
+  if (f.stat(objects, os) == 0) {
+    dirs.push_back(objects);
+    std::vector<std::string> fans;
+    if (int e = f.list_dir(objects, fans)) {
+      v.warning = "prebuilt cache: " + objects + ": " + errno_text(e);
+      return v;
+    }
+    for (const auto& n : fans) dirs.push_back(objects + "/" + n);
+  }
+  for (const std::string& d : dirs) {
     std::string bad = check_private(f, d, true);
     if (!bad.empty()) {
       v.warning = "prebuilt cache: " + bad;

@@ -23,8 +23,8 @@ struct dir_verdict {
 // For the per-user cache at `root`: creates it (0700) unless read_only_wanted; checks ownership and
 // mode; decides the access.
 dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted);
-// For a prebuilt (read-only) layer: it must exist and be a directory owned by us or by root, not
-// writable by group or others.
+// For a prebuilt (read-only) layer: it, v1/, objects/ and every objects/<ab> must be directories
+// (not symlinks) owned by us or by root, not writable by group or others.
 dir_verdict check_prebuilt_dir(const std::string& root);
 // The format directory inside a cache root: "<root>/v1".
 std::string format_dir(const std::string& root);

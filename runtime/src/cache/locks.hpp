@@ -1,7 +1,7 @@
 // The cache's locks (docs/cache.md §4). All are kernel-managed: released when the holder dies, so a
 // process killed at any instruction never leaves a lock behind; nothing lock-like lives in a file.
 //
-//  - dir_lock: an open-file-description (OFD) write lock (F_OFD_SETLKW, through the fs seam) on a
+//  - dir_lock: an open-file-description (OFD) write lock (polled F_OFD_SETLK, bounded, through the fs seam) on a
 //    dedicated lock file (index.lock, evict.lock), opened O_CLOEXEC | O_NOFOLLOW, paired with an
 //    in-process mutex because the threads of a process share the object's one description. One object
 //    per file per process, from a table keyed by (device, inode). OFD locks belong to the description,

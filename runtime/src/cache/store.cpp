@@ -335,14 +335,23 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
     s.last_use_s = static_cast<std::uint32_t>(item.st.mtime_s);
     slots.push_back(s);
   }
-  // Use order from the old index where it knows the entry, else by file time.
-  std::sort(slots.begin(), slots.end(), [](const index_slot& a, const index_slot& b) { return a.last_use_s < b.last_use_s; });
-  std::uint32_t tick = 0;
+  // The use order survives the rebuild: an entry the old index knows keeps its last use (time, and
+  // its use tick to order uses within one second); one it does not know (a writer killed before its
+  // index update, or no readable old index) counts as used when its file was written (a hit does not
+  // touch the file: that would be a system call on every hit). Ordering by file time alone made every
+  // rebuild (and so every `cache prune`) evict the most recently used entries first.
   for (auto& s : slots) {
     index_slot known;
-    if (old && old->find(s.code, s.driver, &known)) s.last_use_s = known.last_use_s;
-    s.tick = ++tick;
+    if (old && old->find(s.code, s.driver, &known)) {
+      s.last_use_s = known.last_use_s;
+      s.tick = known.tick;
+    }
   }
+  std::sort(slots.begin(), slots.end(), [](const index_slot& a, const index_slot& b) {
+    return a.last_use_s != b.last_use_s ? a.last_use_s < b.last_use_s : a.tick < b.tick;
+  });
+  std::uint32_t tick = 0;
+  for (auto& s : slots) s.tick = ++tick;
   std::uint32_t cap = std::max(default_index_capacity, min_capacity);
   if (int e = index_file::create(path, slots, cap, f.now_unix_s())) {
     why = path + ": " + errno_text(e);
