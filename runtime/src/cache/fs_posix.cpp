@@ -34,7 +34,9 @@ class posix final : public fs {
   int open(const std::string& path, open_mode mode, int& fd) override {
     int flags = O_CLOEXEC | O_NOFOLLOW;
     switch (mode) {
-      case open_mode::read: flags |= O_RDONLY; break;
+      // O_NONBLOCK: a FIFO planted at an entry path opens at once (and fstat then refuses it)
+      // instead of blocking the load until someone writes to it; no effect on regular files.
+      case open_mode::read: flags |= O_RDONLY | O_NONBLOCK; break;
       case open_mode::create_new: flags |= O_WRONLY | O_CREAT | O_EXCL; break;
       case open_mode::read_write: flags |= O_RDWR | O_CREAT; break;
     }
