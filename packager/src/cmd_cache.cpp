@@ -1,6 +1,7 @@
 // fatpack cache stats|list|verify|prune|clear: operate the runtime's JIT cache (docs/cache.md).
 // Everything goes through the runtime's own cache code (fatpack/admin/cache_admin.hpp), so the
 // tool reads, validates and evicts exactly as a program does.
+#include "json_out.hpp"
 #include "tool.hpp"
 
 #include "fatpack/admin/cache_admin.hpp"
@@ -60,7 +61,7 @@ nlohmann::json entry_json(const fc::entry_info& e) {
 void print_json(const nlohmann::json& body) {
   nlohmann::json doc = {{"schema_version", 1}};
   doc.update(body);
-  std::cout << doc.dump(2) << "\n";
+  print_json_document(doc);
 }
 
 struct cache_args {
@@ -142,7 +143,7 @@ int run_prune(const cache_args& a) {
   if (!c) return failed(c.error());
   std::uint64_t max_bytes = (*c)->stats().max_bytes;
   if (!a.max_size.empty() && !fc::parse_max_size(a.max_size, max_bytes))
-    throw usage_error{"--max-size: '" + a.max_size + "' is not a size (bytes, or with K/M/G suffix)"};
+    throw usage_error{"--max-size: '" + a.max_size + "' is not a size (bytes, or with a K/M/G/T suffix; at most 2^64 - 1 bytes)"};
   const fc::prune_result r = (*c)->prune(max_bytes);
   if (a.json) {
     print_json({{"path", (*c)->path()}, {"max_bytes", max_bytes}, {"removed", r.removed},

@@ -1,5 +1,6 @@
 // fatpack inspect: what a package (or a host binary embedding packages) holds. Human table or one
 // JSON document (schema_version 1; additive changes keep the version, anything else bumps it).
+#include "json_out.hpp"
 #include "tool.hpp"
 
 #include <nlohmann/json.hpp>
@@ -99,7 +100,7 @@ command_runner add_inspect_command(CLI::App& app) {
         doc["packages"].push_back(p);
       }
     }
-    if (o->json) std::cout << doc.dump(2) << "\n";
+    if (o->json) print_json_document(doc);
     return rc;
   };
 }

@@ -1,5 +1,6 @@
 // fatpack plan: which entry a GPU and driver would load, and why — computed by core::select, the
 // same function the runtime calls, so the plan is what the product will do.
+#include "json_out.hpp"
 #include "tool.hpp"
 
 #include "fatpack/core/arch_table.hpp"
@@ -150,7 +151,7 @@ command_runner add_plan_command(CLI::App& app) {
       print_error(o->file + ": no module named '" + o->module + "'");
       return exit_failure;
     }
-    if (o->json) std::cout << doc.dump(2) << "\n";
+    if (o->json) print_json_document(doc);
     std::cout << std::flush;
     return exit_ok;
   };

@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,7 +18,29 @@ core::error io_error(const std::string& path, const std::string& what) {
 
 }  // namespace
 
+std::uint64_t max_input_size() {
+  static const std::uint64_t limit = [] {
+    const char* env = std::getenv("FATPACK_MAX_INPUT_SIZE");
+    if (!env || !*env) return default_max_input_size;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || env[0] == '-') {
+      std::fprintf(stderr, "fatpack: warning: FATPACK_MAX_INPUT_SIZE='%s' is not a positive byte count; using %llu\n",
+                   env, static_cast<unsigned long long>(default_max_input_size));
+      return default_max_input_size;
+    }
+    return std::uint64_t(v);
+  }();
+  return limit;
+}
+
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path) {
+  const std::uint64_t limit = max_input_size();
+  auto too_big = [&](const std::string& what) {
+    return core::make_error(core::errc::io, path + ": " + what + " exceeds the input size limit of " +
+                                                std::to_string(limit) + " bytes (FATPACK_MAX_INPUT_SIZE)");
+  };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open");
   struct stat st {};
@@ -29,26 +53,58 @@ core::result<std::vector<std::uint8_t>> read_file(const std::string& path) {
     ::close(fd);
     return core::make_error(core::errc::io, path + ": is a directory");
   }
+  // A regular file's size is known before reading (a sparse 1 TiB file fails here, at once); a
+  // device, FIFO or pipe has none, so the loop below stops at the limit too (/dev/zero never ends).
+  if (S_ISREG(st.st_mode) && std::uint64_t(st.st_size) > limit) {
+    ::close(fd);
+    return too_big("its size (" + std::to_string(st.st_size) + " bytes)");
+  }
   std::vector<std::uint8_t> bytes;
-  bytes.reserve(std::size_t(st.st_size));
-  std::uint8_t buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto e = io_error(path, "read failed");
-      ::close(fd);
-      return e;
+  try {
+    if (S_ISREG(st.st_mode)) bytes.reserve(std::size_t(st.st_size));
+    std::uint8_t buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        auto e = io_error(path, "read failed");
+        ::close(fd);
+        return e;
+      }
+      if (n == 0) break;
+      if (bytes.size() + std::size_t(n) > limit) {
+        ::close(fd);
+        return too_big("the data read");
+      }
+      bytes.insert(bytes.end(), buf, buf + n);
     }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), buf, buf + n);
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    return core::make_error(core::errc::io, path + ": out of memory after reading " + std::to_string(bytes.size()) +
+                                                " bytes");
   }
   ::close(fd);
   return bytes;
 }
 
-core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed) {
-  if (changed) *changed = false;
+namespace {
+
+// Writes every byte (retrying short writes and EINTR); false with errno set on failure.
+bool write_all(int fd, core::byte_span bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size) {
+    const ssize_t n = ::write(fd, bytes.data + done, bytes.size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += std::size_t(n);
+  }
+  return true;
+}
+
+// The output is a regular file or does not exist: written only when its content changes, atomically.
+core::status replace_regular_file(const std::string& path, core::byte_span bytes, bool* changed) {
   {
     auto existing = read_file(path);
     if (existing && existing->size() == bytes.size &&
@@ -70,15 +126,7 @@ core::status write_file_atomic(const std::string& path, core::byte_span bytes, b
     ::unlink(tmp.c_str());
     return e;
   };
-  std::size_t done = 0;
-  while (done < bytes.size) {
-    const ssize_t n = ::write(fd, bytes.data + done, bytes.size - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    done += std::size_t(n);
-  }
+  if (!write_all(fd, bytes)) return fail("write failed");
   // mkstemp creates 0600; outputs are ordinary files, so honour the umask like any compiler.
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -96,6 +144,50 @@ core::status write_file_atomic(const std::string& path, core::byte_span bytes, b
   }
   if (changed) *changed = true;
   return {};
+}
+
+// A character device or FIFO named as the output (/dev/null, /dev/stdout on a pipe or terminal, a
+// named pipe) is written to, never replaced: renaming over it would delete the device node (as root,
+// /dev/null itself) or the link, and reading it first to compare could block for ever.
+core::status write_stream(const std::string& path, core::byte_span bytes, bool* changed) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return io_error(path, "cannot open");
+  if (!write_all(fd, bytes)) {
+    auto e = io_error(path, "write failed");
+    ::close(fd);
+    return e;
+  }
+  if (::close(fd) != 0) return io_error(path, "close failed");
+  if (changed) *changed = true;
+  return {};
+}
+
+}  // namespace
+
+core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed) {
+  if (changed) *changed = false;
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0) {
+    if (errno != ENOENT) return io_error(path, "cannot stat");
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+      return core::make_error(core::errc::io, path + ": is a symbolic link to a missing file; name the target itself");
+    return replace_regular_file(path, bytes, changed);  // a new file
+  }
+  if (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)) return write_stream(path, bytes, changed);
+  if (S_ISDIR(target.st_mode)) return core::make_error(core::errc::io, path + ": is a directory");
+  if (!S_ISREG(target.st_mode))
+    return core::make_error(core::errc::io, path + ": is neither a regular file, a character device nor a FIFO");
+  // A symbolic link to a regular file: the file it names is replaced, the link stays.
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) return io_error(path, "cannot resolve the symbolic link");
+    const std::string resolved = real;
+    std::free(real);
+    return replace_regular_file(resolved, bytes, changed);
+  }
+  return replace_regular_file(path, bytes, changed);
 }
 
 std::string safe_file_component(const std::string& text) {

@@ -11,8 +11,17 @@
 
 namespace fatpack::tool {
 
+// Every input the CLI reads is bounded: at most max_input_size() bytes (FATPACK_MAX_INPUT_SIZE, default
+// 4 GiB: larger than any host binary that embeds packages today), for regular files and for devices,
+// FIFOs and pipes alike. More is an error naming the file and the limit, never an allocation failure.
+inline constexpr std::uint64_t default_max_input_size = std::uint64_t(4) << 30;
+std::uint64_t max_input_size();
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path);
-// Returns true in *changed when the file was (re)written.
+// Returns true in *changed when the file was (re)written. What `path` is decides how: a regular file
+// (or none) is replaced atomically as above; a symbolic link to a regular file keeps the link and
+// replaces the file it names; a character device or FIFO (/dev/null, /dev/stdout, a named pipe) is
+// opened and written to, never replaced or read; a directory, a dangling link or any other type is an
+// error naming the path.
 core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed = nullptr);
 // One path component made from outside text (a module or package name): letters, digits, '.', '_',
 // '+', '-' kept, every other byte '_' (so no '/', NUL or control byte), never "", "." or ".." and

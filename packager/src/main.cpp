@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
                "cache.\n"
                "Exit status: 0 success, 1 failure, 2 usage error.",
                "fatpack"};
+  app.footer("Environment: FATPACK_MAX_INPUT_SIZE bounds every input file read (bytes; default 4294967296).");
   app.require_subcommand(1);
   app.set_version_flag("--version",
                        std::string("fatpack ") + FATPACK_VERSION + " (package format " +

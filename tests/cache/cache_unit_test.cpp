@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -149,8 +151,9 @@ class faulty_fs final : public fs {
   std::uint32_t euid() override { return fake_euid != 0xFFFFFFFF ? fake_euid : real.euid(); }
   std::string passwd_home() override { return real.passwd_home(); }
   bool privileged_exec() override { return privileged; }
-  std::int64_t now_unix_s() override { return real.now_unix_s(); }
-  std::int64_t now_unix_ns() override { return real.now_unix_ns(); }
+  std::int64_t clock_offset_s = 0;  // a wrong or jumped system clock
+  std::int64_t now_unix_s() override { return real.now_unix_s() + clock_offset_s; }
+  std::int64_t now_unix_ns() override { return real.now_unix_ns() + clock_offset_s * 1000000000; }
   int pid() override { return real.pid(); }
 };
 
@@ -205,6 +208,26 @@ TEST_CASE("keys: every code-key field changes the key; the driver tier is separa
   CHECK(parse_size("2GiB", sz));
   CHECK(sz == 2ull << 30);
   CHECK_FALSE(parse_size("lots", sz));
+}
+
+TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G was 0: unbounded, or prune all)") {
+  std::uint64_t sz = 7;
+  CHECK_FALSE(parse_size("17179869184G", sz));  // exactly 2^64
+  CHECK_FALSE(parse_size("16777216T", sz));
+  CHECK_FALSE(parse_size("18446744073709551616", sz));  // 2^64: strtoull saturates (ERANGE)
+  CHECK_FALSE(parse_size("99999999999999999999999K", sz));
+  CHECK(sz == 7);  // untouched on failure
+  CHECK(parse_size("16777215T", sz));
+  CHECK(sz == 16777215ull << 40);
+  CHECK(parse_size("18446744073709551615", sz));
+  CHECK(sz == ~0ull);
+  // The environment: a warning and the default, not 0 (= no bound).
+  setenv("FATPACK_CACHE_MAXSIZE", "17179869184G", 1);
+  const config c = config_from_env();
+  unsetenv("FATPACK_CACHE_MAXSIZE");
+  CHECK(c.max_bytes == default_max_bytes);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0].find("not a size") != std::string::npos);
 }
 
 TEST_CASE("entries: round trip; every header bit flip, truncation and payload damage is refused") {
@@ -961,4 +984,219 @@ TEST_CASE("threads: 8 threads storing and finding 40 keys at once in one cache, 
   REQUIRE(a.has_value());
   for (const auto& p : (*a)->verify(false)) CHECK_MESSAGE(p.file.find("index.v1") != std::string::npos, p.problem);
   CHECK((*a)->stats().bytes <= cfg.max_bytes + 2000);
+}
+
+TEST_CASE("clock skew -1 year .. +3 days: hits, LRU order and temp-file cleaning stay right") {
+  const std::string root = fresh("skew");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  faulty_fs f;
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  std::string why;
+  const std::int64_t year = 365ll * 24 * 3600, days3 = 3ll * 24 * 3600;
+  std::vector<full_key> keys;
+  for (int i = 0; i < 4; ++i) {
+    f.clock_offset_s = i % 2 ? days3 : -year;  // the clock jumps between stores
+    keys.push_back(make_full_key(key_for(900 + i)));
+    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  f.clock_offset_s = -year;
+  REQUIRE(d->read_exact(keys[0], 90));  // used last, with the clock a year behind
+  f.clock_offset_s = days3;
+  const std::uint64_t one = d->index()->total_bytes() / 4;
+  evict_to(*d, one * 2, true);
+  CHECK(d->read_exact(keys[0], 90).has_value());  // the most recently used survives
+  CHECK(d->read_exact(keys[3], 90).has_value());
+  CHECK_FALSE(d->read_exact(keys[1], 90).has_value());
+  CHECK_FALSE(d->read_exact(keys[2], 90).has_value());
+
+  // Temp files: a live writer's (flock held) is never removed, even when the clock makes it look 3
+  // days old (before: removed as "older than a day"); a dead one is removed even when the clock is a
+  // year behind and its mtime lies in the future (before: never, so they piled up).
+  const std::string fan = d->fanout_dir(keys[0].code.hash);
+  const std::string dead = fan + "/.d.fpc.1.1.tmp", alive = fan + "/.a.fpc.1.2.tmp";
+  REQUIRE(std::system(("touch -d '2 hours ago' '" + dead + "' '" + alive + "'").c_str()) == 0);
+  int fd = ::open(alive.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(posix_fs().try_flock(fd) == 0);
+  f.clock_offset_s = days3;
+  clean_temp_files(*d, 24 * 3600);
+  CHECK(exists(alive));
+  f.clock_offset_s = -year;
+  clean_temp_files(*d, 24 * 3600);
+  CHECK_FALSE(exists(dead));
+  CHECK(exists(alive));
+  ::close(fd);
+  clean_temp_files(*d, 24 * 3600);
+  CHECK_FALSE(exists(alive));
+}
+
+TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a running process is no SIGBUS") {
+  // Before: index.v1 of a prebuilt layer (someone else's file) was mapped MAP_SHARED; `cp` or a
+  // truncate over it made the next lookup touch pages past the end of the file: SIGBUS.
+  const std::string root = fresh("prebuilt-index");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  const full_key k = make_full_key(key_for(600));
+  {
+    auto w = cache_dir::open(root, true, 1ull << 30, "w", false);
+    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+    REQUIRE(w->index());
+  }
+  const std::string index_path = root + "/v1/index.v1";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto d = cache_dir::open(root, false, 0, "prebuilt " + root, true);
+    auto idx = d->index(/*may_rebuild=*/false);
+    if (!idx || !idx->find(k.code.hash, k.driver.hash, nullptr)) ::_exit(2);
+    if (::truncate(index_path.c_str(), 0) != 0) ::_exit(3);  // rewritten in place by its owner
+    bool ok = idx->find(k.code.hash, k.driver.hash, nullptr) && idx->find_code(k.code.hash).size() == 1 &&
+              idx->live_slots().size() == 1 && idx->total_bytes() > 0;
+    std::string from;
+    ok = ok && d->read_other_driver(make_full_key(key_for(600, 90, 13010)), 90, from).has_value();
+    ::_exit(ok ? 0 : 4);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(st));
+  if (WIFSIGNALED(st)) MESSAGE("child killed by signal " << WTERMSIG(st));
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  // The per-user cache still maps its own index (created by rename, never truncated).
+  auto own = cache_dir::open(root, true, 1ull << 30, "user", false);
+  CHECK(own->index());  // the truncated file is rebuilt
+}
+
+namespace {
+
+// A second process that runs `hold` (take a lock), says so through a pipe, and keeps it until the
+// parent closes its end (or dies). The kernel drops what it held when it exits.
+struct holder_process {
+  pid_t pid = -1;
+  int to_child = -1;
+  template <class F>
+  explicit holder_process(F hold) {
+    int ready[2], go[2];
+    REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(go) == 0);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(ready[0]);
+      ::close(go[1]);
+      const char ok = hold() ? 'y' : 'n';
+      if (::write(ready[1], &ok, 1) != 1) ::_exit(3);
+      char c;
+      while (::read(go[0], &c, 1) > 0) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(go[0]);
+    to_child = go[1];
+    char ok = 0;
+    REQUIRE(::read(ready[0], &ok, 1) == 1);
+    ::close(ready[0]);
+    REQUIRE(ok == 'y');
+  }
+  ~holder_process() { release(); }
+  void release() {
+    if (pid < 0) return;
+    ::close(to_child);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+  }
+};
+
+void damage(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r+b");
+  REQUIRE(f);
+  std::fseek(f, -3, SEEK_END);
+  std::fputc(0xff, f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+TEST_CASE("verify --repair takes the key lock (a busy key is skipped with a note); clear spares live writers' temp files") {
+  // Before: verify --repair unlinked a bad entry without the key's lock (a writer could be renaming
+  // a good one into place), and clear deleted the temp file a live writer was about to rename.
+  const std::string root = fresh("repair-locks");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  const full_key k = make_full_key(key_for(700));
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  REQUIRE(d->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+  damage(d->entry_path(k));
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  {
+    holder_process writer([&] { return key_lock::try_acquire(d->inflight_lock_path(), cache_dir::lock_hash(k)).release() != nullptr; });
+    auto busy = (*a)->verify(true);
+    bool noted = false;
+    for (const auto& p : busy)
+      if (p.file == d->entry_path(k)) noted = !p.removed && p.problem.find("another process holds its key") != std::string::npos;
+    CHECK(noted);
+    CHECK(exists(d->entry_path(k)));
+  }
+  bool removed = false;
+  for (const auto& p : (*a)->verify(true)) removed |= p.file == d->entry_path(k) && p.removed;
+  CHECK(removed);
+  CHECK_FALSE(exists(d->entry_path(k)));
+  // clear: a live writer's temp file (flock held by another process) survives, a dead one's does not.
+  REQUIRE(d->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+  const std::string fan = d->fanout_dir(k.code.hash);
+  const std::string live = fan + "/." + k.file_name() + ".1.1.tmp", dead = fan + "/." + k.file_name() + ".1.2.tmp";
+  fatpack_test::write_file(dead, std::vector<std::uint8_t>{1});
+  {
+    holder_process writer([&] {
+      const int fd = ::open(live.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      return fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;  // kept open until the child exits
+    });
+    REQUIRE((*a)->clear());
+    CHECK(exists(live));
+    CHECK_FALSE(exists(dead));
+    CHECK_FALSE(exists(d->entry_path(k)));
+  }
+  REQUIRE((*a)->clear());
+  CHECK_FALSE(exists(live));  // its writer is gone
+}
+
+TEST_CASE("index.lock / evict.lock exclude two copies of the runtime in one process (OFD locks, not fcntl)") {
+  // Before: Boost's file_lock is a process-scoped fcntl lock, and two lock objects of one process
+  // (two shared libraries, each with its own copy of the runtime) never exclude each other: both
+  // could update the index at once.
+  const std::string root = fresh("two-copies");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  for (const char* name : {"index.lock", "evict.lock"}) {
+    CAPTURE(name);
+    const std::string path = root + "/v1/" + name;
+    std::string why;
+    auto mine = dir_lock::get(path, why);
+    REQUIRE_MESSAGE(mine, why);
+    auto other = dir_lock::open_unshared(path, why);  // the other copy's table
+    REQUIRE_MESSAGE(other, why);
+    REQUIRE(mine->lock(why));
+    CHECK_FALSE(other->try_lock());
+    // A blocking lock of the other copy waits until this one lets go.
+    std::atomic<bool> got{false};
+    std::thread t([&] {
+      std::string w;
+      if (other->lock(w)) {
+        got = true;
+        other->unlock();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_FALSE(got.load());  // never true while `mine` holds it, however slow this machine is
+    mine->unlock();
+    t.join();
+    CHECK(got.load());
+    CHECK(other->try_lock());
+    CHECK_FALSE(mine->try_lock());
+    other->unlock();
+    CHECK(mine->try_lock());
+    mine->unlock();
+  }
 }

@@ -79,6 +79,13 @@ cache_warm)
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"
   run 2 "$fatpack" cache prune --path "$c" --max-size lots
+  # 17179869184G is 2^64 bytes: it wrapped to 0 and the prune deleted everything. A usage error now.
+  run 0 "$fatpack" warm --path "$c" --target sm_100 w.fpk
+  run 2 "$fatpack" cache prune --path "$c" --max-size 17179869184G
+  expect_in err.txt "is not a size"
+  run 2 "$fatpack" cache prune --path "$c" --max-size 99999999999999999999
+  run 0 "$fatpack" cache stats --path "$c" --json
+  json "assert d['stats']['entries'] == 1, d"
   # A host object that embeds the package is warmed like the package itself.
   run 0 "$fatpack" embed -o w.S w.fpk
   cc -c w.S -o w.o || fail "cannot assemble the embedding of w.fpk"
@@ -351,6 +358,65 @@ inspect_json)
   json "p=d['packages'][0]; assert p['name']=='jn' and p['format_version']=='1.0'"
   json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
   json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
+  ;;
+json_non_utf8)
+  # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann
+  # throws on dump); each invalid byte becomes U+FFFD and the document stays valid JSON.
+  run 0 "$fatpack" pack -o u.fpk --name $'pk\xfe' --module $'mod\xff' "${cubins[2]}"
+  run 0 "$fatpack" inspect --json u.fpk
+  json "p=d['packages'][0]; assert p['name']=='pk\ufffd' and p['entries'][0]['module']=='mod\ufffd', p"
+  run 0 "$fatpack" plan --json --gpu sm_90 u.fpk
+  json "p=d['plans'][0]; assert p['package']=='pk\ufffd' and p['module']=='mod\ufffd', p"
+  ;;
+input_size_limit)
+  # Every input read is bounded: a huge sparse file fails at once (its size), /dev/zero (no size, no
+  # end) at the limit; both name the file and the limit, and nothing aborts.
+  truncate -s 1T sparse.fpk
+  run 1 "$fatpack" inspect sparse.fpk
+  expect_in err.txt "^fatpack: error: sparse.fpk: .*exceeds the input size limit of [0-9]+ bytes"
+  rm -f sparse.fpk  # a 1 TiB file (sparse) left in the build tree breaks whoever copies it
+  FATPACK_MAX_INPUT_SIZE=1048576 run 1 "$fatpack" verify /dev/zero
+  expect_in err.txt "^fatpack: error: /dev/zero: .*exceeds the input size limit of 1048576 bytes"
+  FATPACK_MAX_INPUT_SIZE=1048576 run 1 "$fatpack" pack -o z.fpk /dev/zero
+  expect_in err.txt "^fatpack: error: /dev/zero: .*exceeds the input size limit of 1048576 bytes"
+  # Below the limit everything still works.
+  FATPACK_MAX_INPUT_SIZE=100000000 run 0 "$fatpack" pack -o ok.fpk "${cubins[2]}"
+  FATPACK_MAX_INPUT_SIZE=100 run 1 "$fatpack" verify ok.fpk
+  expect_in err.txt "^fatpack: error: ok.fpk: its size \\([0-9]+ bytes\\) exceeds the input size limit of 100 bytes"
+  ;;
+output_not_regular)
+  # -o names something that is not a regular file. A private character device (a copy of /dev/null's
+  # node made here, never the real one) is written to and stays a device; so does a FIFO (read by
+  # a reader); a symlink keeps pointing at its file, which is replaced; /dev/stdout on a pipe
+  # neither hangs nor is replaced; a directory is an error.
+  if [ "$(id -u)" = 0 ] && mknod null c 1 3 2>/dev/null; then
+    run 0 timeout 20 "$fatpack" pack -o null "${cubins[2]}"
+    [ -c null ] || fail "-o null replaced the character device: $(stat -c %F null)"
+  else
+    echo "note: not root (or mknod refused): the device-node part is not run"
+  fi
+  mkfifo fifo
+  timeout 20 cat fifo > from_fifo.fpk &
+  reader=$!
+  run 0 timeout 20 "$fatpack" pack -o fifo --name p "${cubins[2]}"
+  wait $reader || fail "the FIFO reader failed"
+  [ -p fifo ] || fail "-o fifo replaced the FIFO"
+  run 0 "$fatpack" verify from_fifo.fpk
+  run 0 "$fatpack" pack -o real.fpk "${cubins[1]}"
+  ln -s real.fpk link.fpk
+  run 0 "$fatpack" pack -o link.fpk "${cubins[2]}"
+  [ -L link.fpk ] && [ "$(readlink link.fpk)" = real.fpk ] || fail "-o link.fpk replaced the symlink"
+  run 0 "$fatpack" inspect --json real.fpk
+  json "assert d['packages'][0]['entries'][0]['target']=='sm_90', d"
+  timeout 20 "$fatpack" pack -o /dev/stdout --name p "${cubins[2]}" > piped.fpk 2>err.txt || fail "-o /dev/stdout failed or hung: $(cat err.txt)"
+  run 0 "$fatpack" verify piped.fpk
+  cmp -s piped.fpk from_fifo.fpk || fail "-o /dev/stdout wrote other bytes than -o fifo"
+  mkdir adir
+  run 1 "$fatpack" pack -o adir "${cubins[2]}"
+  expect_in err.txt "^fatpack: error: adir: is a directory"
+  ln -s missing.fpk dangling.fpk
+  run 1 "$fatpack" pack -o dangling.fpk "${cubins[2]}"
+  expect_in err.txt "^fatpack: error: dangling.fpk: is a symbolic link to a missing file"
   ;;
 *) fail "unknown case $case_name" ;;
 esac

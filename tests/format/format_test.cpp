@@ -208,6 +208,17 @@ TEST_CASE("damaged packages are rejected with an error naming the field") {
     CHECK(contains(e.message, "entry 0 (sm_75, module 'vadd')"));
     CHECK(contains(e.message, "payload"));
   }
+  SUBCASE("raw size beyond what the codec can decode from the stored bytes") {
+    // Within the block-count bound (one block of 2048 raw bytes per 4 stored bytes), but more than
+    // LZ4 can expand the entry's data bytes: forged. Accepted by parse before, then a large allocation.
+    const std::uint64_t stored = get64(&good[e0 + e_stored_size]), blocks_room = stored / 4;
+    auto bad = good;
+    put64(&bad[e0 + e_raw_size], blocks_room * 2048);
+    reseal(bad);
+    const error e = parse_error(bad);
+    CHECK(e.reason == errc::malformed);
+    CHECK(contains(e.message, "more than lz4 can decode"));
+  }
   SUBCASE("stored size past the end") {
     auto bad = good;
     put64(&bad[e0 + e_stored_size], ~std::uint64_t(0) - 8);

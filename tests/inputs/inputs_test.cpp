@@ -241,6 +241,23 @@ TEST_CASE("parse_cubin rejects damaged ELF with errors naming source and field")
 
 // ---- PTX ---------------------------------------------------------------------------------------
 
+TEST_CASE("import_input strips a UTF-8 byte order mark from PTX (ptxas refuses it)") {
+  const bytes plain = art("vadd.compute_90.ptx");
+  bytes with_bom = text("\xEF\xBB\xBF");
+  with_bom.insert(with_bom.end(), plain.begin(), plain.end());
+  auto imported = import_input(byte_span(with_bom), "bom.ptx", "vadd");
+  REQUIRE_MESSAGE(imported, imported.error().message);
+  REQUIRE(imported->size() == 1);
+  const auto& e = imported->front();
+  CHECK(e.target == ptx(90));
+  // Exactly the text without the mark: what nvcc itself writes, and what ptxas accepts.
+  CHECK(e.raw == plain);
+  // Only a leading mark is removed; one inside the text stays an error for the lexer to report.
+  auto twice = with_bom;
+  twice.insert(twice.begin(), with_bom.begin(), with_bom.begin() + 3);
+  CHECK_FALSE(import_input(byte_span(twice), "bom2.ptx", "vadd"));
+}
+
 TEST_CASE("parse_ptx: ISA, target and kernels of real nvcc output") {
   struct row {
     const char* file;

@@ -45,6 +45,13 @@ inline std::string read_text(const std::string& path) {
 }
 
 // A fresh directory for this test process.
+// FATPACK_FULL=1: the full-size runs of the stress, crash and sweep suites (docs/reliability.md);
+// CI runs their subsets.
+inline bool full_run() {
+  const char* v = std::getenv("FATPACK_FULL");
+  return v && std::string(v) == "1";
+}
+
 inline const std::string& temp_dir() {
   static const std::string dir = [] {
     char tmpl[] = "/tmp/fatpack-runtime-test-XXXXXX";

@@ -168,6 +168,15 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
       if (blocks > e.stored_size / 4)
         return ffail(errc::malformed, "raw_size " + std::to_string(e.raw_size) + " needs " + std::to_string(blocks) +
                                           " blocks, more than stored_size " + std::to_string(e.stored_size) + " can hold");
+      // No decoder can expand its input more than the codec's format allows, so a raw_size beyond
+      // that is forged; this keeps what a small package can make a reader allocate small (a 1.4 KB
+      // package could declare a 1 TiB entry before).
+      const std::uint64_t data = e.stored_size - 4 * blocks, ratio = max_expansion(e.codec);
+      if (data < e.raw_size / ratio + (e.raw_size % ratio != 0))
+        return ffail(errc::malformed, "raw_size " + std::to_string(e.raw_size) + " is more than " +
+                                          std::string(codec_name(e.codec)) + " can decode from " +
+                                          std::to_string(data) + " stored bytes (at most " + std::to_string(ratio) +
+                                          "x)");
     }
     if (!string_ref(strings, get32(r + e_options_offset), get32(r + e_options_size), &e.options))
       return ffail(errc::malformed, "options reference is out of range");

@@ -179,6 +179,9 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
     s.size = get64(sh + 32);
     s.link = get32(sh + 40);
     s.entsize = get64(sh + 56);
+    // A section without bytes has no offset worth keeping: an unchecked one (it is not range-checked
+    // below) would make p + offset overflow where the section is used as an empty span (fuzz_cubin).
+    if (s.size == 0) s.offset = 0;
     if (i == 0 || s.type == sht_nobits || s.type == 0 || s.size == 0) continue;
     if (!in_range(s.offset, s.size, size))
       return fail(errc::truncated, "section " + std::to_string(i) + ": sh_offset " + hex(s.offset) + " + sh_size " +

@@ -349,7 +349,12 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
         in.toolkit_version = ci->toolkit_version;
         // ELF descriptors are either absent or (sm_100+, flag 0x1000000) the .nv.compat blob: no options.
       } else {
-        raw.resize(detail::ptx_text_size(byte_span(raw)));
+        {
+          const byte_span text = detail::ptx_text(byte_span(raw));
+          const std::size_t skip = std::size_t(text.data - raw.data());
+          raw.resize(skip + text.size);
+          raw.erase(raw.begin(), raw.begin() + long(skip));
+        }
         auto pi = parse_ptx(byte_span(raw), image_source);
         if (!pi) return std::move(pi).error();
         if (pi->target != t)

@@ -103,8 +103,8 @@ result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& e
       append_entry(out, kind_elf, 1, ci->abi_version, e.target.arch, flags | (extended ? flag_extended_elf : 0), extended,
                    std::uint32_t(ci->nv_compat.size()), blob, e.raw.data(), e.raw.size(), false);
     } else if (e.target.kind == entry_kind::ptx) {
-      const std::size_t text = detail::ptx_text_size(byte_span(e.raw));
-      auto pi = parse_ptx(byte_span(e.raw.data(), text), where);
+      const byte_span text = detail::ptx_text(byte_span(e.raw));
+      auto pi = parse_ptx(text, where);
       if (!pi) return std::move(pi).error();
       if (pi->target != e.target)
         return fail(errc::invalid_argument, "the PTX's .target says " + pi->target.str());
@@ -114,7 +114,7 @@ result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& e
       const auto opts_size = std::uint32_t(opts.size());
       opts.push_back(0);
       append_entry(out, kind_ptx, pi->isa.major, pi->isa.minor, e.target.arch, flags, true, opts_size, opts,
-                   e.raw.data(), text, true);
+                   text.data, text.size, true);
     } else {
       return fail(errc::invalid_argument, "only SASS and PTX entries can be written into a fatbin");
     }

@@ -101,8 +101,9 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
       break;
     }
     case input_kind::ptx: {
-      // Stored without trailing NULs (docs/format.md); the runtime appends one for the driver.
-      const byte_span text(bytes.data, detail::ptx_text_size(bytes));
+      // Stored without a byte order mark and trailing NULs (docs/format.md); the runtime appends
+      // one NUL for the driver.
+      const byte_span text = detail::ptx_text(bytes);
       auto pi = parse_ptx(text, source);
       if (!pi) return std::move(pi).error();
       entry_input e;

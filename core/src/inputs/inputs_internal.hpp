@@ -10,8 +10,9 @@
 
 namespace fatpack::core::detail {
 
-// Size of PTX text without its trailing NUL padding (ptx.cpp).
-std::size_t ptx_text_size(byte_span bytes);
+// The PTX text fatpack stores (ptx.cpp): without a leading UTF-8 byte order mark (editors add one;
+// ptxas refuses it, so a packed text with one would fail every JIT) and without trailing NUL padding.
+byte_span ptx_text(byte_span bytes);
 // True when the bytes are PTX text: `.version` first (after whitespace and comments), then `.target` (ptx.cpp).
 bool is_ptx_text(byte_span bytes);
 // "Cuda compilation tools, release 13.0, V13.0.88" -> 13000; 0 if not found (ptx.cpp; the PTX

@@ -6,7 +6,7 @@
 // cannot fool it. Trailing NUL bytes are ignored: fatbins store PTX NUL-terminated and padded to 8
 // bytes. fatpack stores PTX without them (docs/format.md); the runtime appends one NUL when it
 // hands the text to the driver. A NUL inside the text is an error. Errors name the source and the
-// line.
+// line. A leading UTF-8 byte order mark is skipped here and dropped on import (ptxas refuses it).
 #include "fatpack/core/input.hpp"
 #include "inputs/inputs_internal.hpp"
 
@@ -32,9 +32,7 @@ struct token {
 // `end`. Comments and string literals are skipped; comments are offered to `on_comment`.
 class lexer {
  public:
-  explicit lexer(std::string_view text) : s_(text) {
-    if (s_.size() >= 3 && s_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;  // UTF-8 byte order mark
-  }
+  explicit lexer(std::string_view text) : s_(text) {}
 
   template <class F>
   token next(F&& on_comment) {
@@ -121,17 +119,18 @@ bool parse_sm(std::string_view s, target* out) {
 namespace detail {
 
 // Size of the text without trailing NUL padding.
-std::size_t ptx_text_size(byte_span bytes) {
+byte_span ptx_text(byte_span bytes) {
   std::size_t n = bytes.size;
   while (n > 0 && bytes.data[n - 1] == 0) --n;
-  return n;
+  const std::size_t bom = n >= 3 && std::memcmp(bytes.data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  return byte_span(bytes.data + bom, n - bom);
 }
 
 // PTX must begin (after whitespace and comments) with `.version`, and `.target` must follow.
 bool is_ptx_text(byte_span bytes) {
-  const std::size_t n = ptx_text_size(bytes);
-  if (n == 0 || std::memchr(bytes.data, 0, n) != nullptr) return false;
-  lexer lex(std::string_view(reinterpret_cast<const char*>(bytes.data), n));
+  const byte_span t0 = ptx_text(bytes);
+  if (t0.size == 0 || std::memchr(t0.data, 0, t0.size) != nullptr) return false;
+  lexer lex(std::string_view(reinterpret_cast<const char*>(t0.data), t0.size));
   token t = lex.next();
   if (t.kind != token::word || t.text != ".version") return false;
   for (int budget = 0; budget < 64; ++budget) {  // .target comes right after .version in valid PTX
@@ -147,9 +146,10 @@ bool is_ptx_text(byte_span bytes) {
 result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
   const std::string src(source);
   auto fail = [&](errc code, const std::string& what) { return make_error(code, src + ": " + what); };
-  const std::size_t n = detail::ptx_text_size(bytes);
+  const byte_span text = detail::ptx_text(bytes);
+  const std::size_t n = text.size;
   if (n == 0) return fail(errc::malformed, "empty PTX");
-  if (const void* nul = std::memchr(bytes.data, 0, n))
+  if (const void* nul = std::memchr(text.data, 0, n))
     return fail(errc::malformed, "NUL byte at offset " +
                                      std::to_string(static_cast<const std::uint8_t*>(nul) - bytes.data) +
                                      " inside the PTX text (not PTX?)");
@@ -160,7 +160,7 @@ result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
     if (info.toolkit_version == 0 && c.find("Cuda compilation tools") != std::string_view::npos)
       info.toolkit_version = detail::release_version(c);
   };
-  lexer lex(std::string_view(reinterpret_cast<const char*>(bytes.data), n));
+  lexer lex(std::string_view(reinterpret_cast<const char*>(text.data), n));
   token t = lex.next(on_comment);
   while (t.kind != token::end) {
     if (t.kind == token::bad) return fail(errc::malformed, "line " + std::to_string(t.line) + ": " + std::string(t.text));

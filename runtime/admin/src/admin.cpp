@@ -20,8 +20,8 @@ bool read_head(const std::string& path, std::uint64_t size, entry_header& h, std
                std::string& driver_text, std::string& problem) {
   fs& f = current_fs();
   int fd = -1;
-  if (int e = f.open(path, open_mode::read, fd)) {
-    problem = errno_text(e);
+  if (int e = open_regular(f, path, fd)) {
+    problem = e == EINVAL ? "not a regular file" : errno_text(e);
     return false;
   }
   std::vector<std::uint8_t> head(std::min<std::uint64_t>(size, 64 * 1024 + 4096 + entry_header_size));
@@ -129,6 +129,29 @@ std::vector<entry_info> admin_impl::list() {
   return out;
 }
 
+// What is wrong with the entry file `it` ("" when it is a valid entry under its own name): read whole
+// and checked as the runtime checks it; the key comes from the entry's own text and must hash to the
+// name it has.
+std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
+  index_slot slot;
+  if (!parse_file_name(it.name, slot.code, slot.driver)) return "not a cache entry name";
+  entry_header h;
+  std::string ct, dt, problem;
+  if (!read_head(it.path, it.st.size, h, ct, dt, problem)) return problem;
+  code_key ck = code_key_of_text(ct);
+  driver_id dk;
+  dk.text = dt;
+  dk.hash = XXH3_64bits(dt.data(), dt.size());
+  if (ck.hash != slot.code || dk.hash != slot.driver)
+    return "entry holds another key than its file name says (" + ct + ")";
+  expected_key want{&ck, &dk, 0};
+  std::vector<std::uint8_t> cubin;
+  std::string drv;
+  read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
+  if (s != read_status::ok) return problem.empty() ? "unreadable" : problem;
+  return {};
+}
+
 std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
   std::vector<entry_problem> out;
   fs& f = current_fs();
@@ -138,48 +161,41 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
     entry_problem p;
     p.file = it.path;
     if (it.temp) {
-      int fd = -1;
-      bool alive = false;
-      if (f.open(it.path, open_mode::read, fd) == 0) {
-        alive = f.try_flock(fd) != 0;
-        f.close(fd);
-      }
-      if (alive) continue;  // being written right now
+      if (temp_writer_alive(it.path)) continue;  // being written right now
       p.problem = "stray temporary file (its writer died)";
-    } else {
-      index_slot slot;
-      if (!parse_file_name(it.name, slot.code, slot.driver)) {
-        p.problem = "not a cache entry name";
+      if (rm) p.removed = f.unlink(it.path) == 0;
+      out.push_back(std::move(p));
+      continue;
+    }
+    p.problem = entry_problem_of(it);
+    if (p.problem.empty()) {
+      ++entries;
+      bytes += it.st.size;
+      continue;
+    }
+    index_slot slot;
+    if (rm && !parse_file_name(it.name, slot.code, slot.driver)) {
+      p.removed = f.unlink(it.path) == 0;  // not an entry: no writer renames onto that name
+    } else if (rm) {
+      // As the runtime's quarantine: under the key's lock (a writer renaming a good entry into place
+      // holds it), and only if it is still bad then.
+      full_key k;
+      k.code.hash = slot.code;
+      k.driver.hash = slot.driver;
+      if (auto kl = key_lock::try_acquire(d_->inflight_lock_path(), cache_dir::lock_hash(k))) {
+        if (entry_problem_of(it).empty()) continue;  // replaced by a good entry meanwhile
+        p.removed = f.unlink(it.path) == 0;
+        if (p.removed)
+          if (auto lock = d_->index_lock())
+            if (auto idx = d_->index()) {
+              std::string why;
+              dir_lock_guard g(*lock, why);
+              if (g.ok()) idx->erase(slot.code, slot.driver);
+            }
       } else {
-        // Read it whole and check everything the runtime checks; the key comes from the entry's own
-        // text and must hash to the name it has.
-        entry_header h;
-        std::string ct, dt, problem;
-        if (!read_head(it.path, it.st.size, h, ct, dt, problem)) {
-          p.problem = problem;
-        } else {
-          code_key ck = code_key_of_text(ct);
-          driver_id dk;
-          dk.text = dt;
-          dk.hash = XXH3_64bits(dt.data(), dt.size());
-          if (ck.hash != slot.code || dk.hash != slot.driver) {
-            p.problem = "entry holds another key than its file name says (" + ct + ")";
-          } else {
-            expected_key want{&ck, &dk, 0};
-            std::vector<std::uint8_t> cubin;
-            std::string drv;
-            read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
-            if (s != read_status::ok) p.problem = problem.empty() ? "unreadable" : problem;
-          }
-        }
-      }
-      if (p.problem.empty()) {
-        ++entries;
-        bytes += it.st.size;
-        continue;
+        p.problem += " (not removed: another process holds its key's lock, writing it; run --repair again)";
       }
     }
-    if (rm) p.removed = f.unlink(it.path) == 0;
     out.push_back(std::move(p));
   }
   // The index: present, undamaged, and agreeing with the files.
@@ -226,6 +242,9 @@ status admin_impl::clear() {
   fs& f = current_fs();
   std::string failed;
   for (const auto& it : d_->scan()) {
+    // A temp file whose writer is alive is spared: it is renamed into an entry in a moment (and the
+    // writer then adds it to the index); deleting it under the writer only made its rename fail.
+    if (it.temp && temp_writer_alive(it.path)) continue;
     if (int e = f.unlink(it.path); e && e != ENOENT && failed.empty()) failed = it.path + ": " + errno_text(e);
   }
   std::string why;

@@ -19,6 +19,7 @@ class admin_impl final : public admin {
   const std::shared_ptr<cache_dir>& shared_dir() const { return d_; }
 
  private:
+  std::string entry_problem_of(const cache_dir::file_item& it);
   std::shared_ptr<cache_dir> d_;
 };
 

@@ -6,6 +6,8 @@
 #include "platform/os.hpp"
 
 #include <cctype>
+#include <cerrno>
+#include <limits>
 #include <cstdlib>
 
 namespace fatpack::detail::cache {
@@ -13,7 +15,9 @@ namespace fatpack::detail::cache {
 bool parse_size(const std::string& text, std::uint64_t& out) {
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
   char* end = nullptr;
+  errno = 0;
   unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno == ERANGE) return false;  // more digits than 64 bits hold
   std::string suffix(end);
   if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
   if (!suffix.empty() && (suffix.back() == 'i')) suffix.pop_back();
@@ -24,6 +28,8 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
   else if (suffix == "G" || suffix == "g") mult = 1ull << 30;
   else if (suffix == "T" || suffix == "t") mult = 1ull << 40;
   else return false;
+  // A product past 64 bits would wrap (17179869184G is 2^64: 0, "no bound", or a prune of everything).
+  if (v > std::numeric_limits<std::uint64_t>::max() / mult) return false;
   out = static_cast<std::uint64_t>(v) * mult;
   return true;
 }
@@ -47,7 +53,7 @@ config config_from_env() {
   c.path = default_user_dir();
   if (const char* m = os::getenv("FATPACK_CACHE_MAXSIZE"); m && *m) {
     if (!parse_size(m, c.max_bytes)) {
-      c.warnings.push_back(std::string("FATPACK_CACHE_MAXSIZE=") + m + " is not a size (e.g. 512M, 2G); using 1G");
+      c.warnings.push_back(std::string("FATPACK_CACHE_MAXSIZE=") + m + " is not a size (e.g. 512M, 2G; at most 2^64 - 1 bytes); using 1G");
       c.max_bytes = default_max_bytes;
     }
   }

@@ -36,7 +36,7 @@ config config_from_env();
 // The per-user cache directory: $FATPACK_CACHE_PATH, else $XDG_CACHE_HOME/fatpack, else
 // $HOME/.cache/fatpack (it need not exist yet).
 std::string default_user_dir();
-// "256M" -> 268435456; false on garbage.
+// "256M" -> 268435456; false on garbage and on a value past 2^64 - 1 bytes (never wraps).
 bool parse_size(const std::string& text, std::uint64_t& out);
 
 }  // namespace fatpack::detail::cache

@@ -2,7 +2,6 @@
 #include "cache/directory.hpp"
 
 #include "cache/fs.hpp"
-#include "cache/locks.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -76,15 +75,14 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
     v.access = dir_access::read_only;
     return v;
   }
-  // Can we write? The objects directory and a lock file are what a writer needs first. Once this
-  // process has the lock object for index.lock, the file exists and may be locked right now: opening
-  // and closing it here would drop this process's lock on it (fcntl semantics, locks.hpp).
+  // Can we write? The objects directory and a lock file are what a writer needs first. Opening and
+  // closing index.lock drops no lock this process holds on it (OFD locks belong to their own open
+  // file description, locks.hpp).
   int e = f.mkdir(fmt + "/objects", 0700);
   if (e == EEXIST) e = 0;
-  const std::string index_lock = fmt + "/index.lock";
-  if (!e && !dir_lock::exists(index_lock)) {
+  if (!e) {
     int fd = -1;
-    e = f.open(index_lock, open_mode::read_write, fd);
+    e = f.open(fmt + "/index.lock", open_mode::read_write, fd);
     if (fd >= 0) f.close(fd);
   }
   if (e) {

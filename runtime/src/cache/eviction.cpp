@@ -6,12 +6,14 @@
 #include "platform/log.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 namespace fatpack::detail::cache {
 
 namespace {
 
-// Holds evict.lock (the Boost file_lock plus the in-process mutex) for the scope.
+// Holds evict.lock (its OFD lock plus the in-process mutex, locks.hpp) for the scope.
 class evictor {
  public:
   evictor(cache_dir& d, bool wait) : lock_(d.evict_lock()) {
@@ -90,7 +92,9 @@ void after_store(cache_dir& d) {
   if (!idx) return;
   const std::int64_t now = current_fs().now_unix_s();
   const bool over = d.max_bytes() && idx->total_bytes() > d.max_bytes();
-  const bool clean_due = now - idx->last_clean_s() > 3600;
+  // A distance, not a difference: after the clock jumps back, a "last clean" in the future must not
+  // postpone cleaning until the clock catches up.
+  const bool clean_due = std::llabs(now - idx->last_clean_s()) > 3600;
   if (!over && !clean_due) return;
   evictor ev(d, false);
   if (!ev.held()) return;  // someone else is at it
@@ -101,21 +105,33 @@ void after_store(cache_dir& d) {
   }
 }
 
+temp_writer temp_writer_of(const std::string& path) {
+  fs& f = current_fs();
+  int fd = -1;
+  if (f.open(path, open_mode::read, fd) != 0) return temp_writer::unknown;
+  const int e = f.try_flock(fd);
+  f.close(fd);  // drops the flock we may have taken
+  if (e == 0) return temp_writer::gone;  // taken: nobody holds it, its writer is gone
+  return e == EWOULDBLOCK || e == EAGAIN ? temp_writer::alive : temp_writer::unknown;
+}
+
+bool temp_writer_alive(const std::string& path) { return temp_writer_of(path) != temp_writer::gone; }
+
 std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
   fs& f = current_fs();
   const std::int64_t now = f.now_unix_s();
   std::uint64_t n = 0;
   for (const auto& it : d.scan()) {
     if (!it.temp) continue;
-    const std::int64_t age = now - it.st.mtime_s;
-    bool dead = age > max_age_s;
+    // Ages are distances: the clock may have jumped (NTP, a fixed RTC), so a file stamped in the
+    // future is not young for ever, and no age alone marks a file whose writer is alive.
+    const std::int64_t age = std::llabs(now - it.st.mtime_s);
+    bool dead = false;
     // A minute's grace: a writer takes its flock right after creating the file.
-    if (!dead && age > 60) {
-      int fd = -1;
-      if (f.open(it.path, open_mode::read, fd) == 0) {
-        dead = f.try_flock(fd) == 0;  // nobody holds it: its writer is gone
-        f.close(fd);
-      }
+    if (age > 60) {
+      const temp_writer w = temp_writer_of(it.path);
+      // Gone: remove. Alive: never, whatever the clock says. Cannot tell (ENOLCK, ...): go by age.
+      dead = w == temp_writer::gone || (w == temp_writer::unknown && age > max_age_s);
     }
     if (dead && f.unlink(it.path) == 0) ++n;
   }

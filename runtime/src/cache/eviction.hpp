@@ -28,7 +28,15 @@ evict_result evict_to(cache_dir& d, std::uint64_t target_bytes, bool wait);
 // After a store: evicts to 90% of the bound if the bound is exceeded; cleans stray temp files when
 // the last cleaning is more than an hour old.
 void after_store(cache_dir& d);
-// Removes temp files without a live writer (and any older than max_age_s). Returns how many.
+// Whether a live writer holds flock on the temp file at `path` (its writer takes it right after
+// creating the file and keeps it until the rename; the kernel drops it when the writer dies).
+// `unknown` when the file cannot be opened or flock fails otherwise.
+enum class temp_writer { alive, gone, unknown };
+temp_writer temp_writer_of(const std::string& path);
+// Not known to be gone (alive or unknown): what `cache clear` spares.
+bool temp_writer_alive(const std::string& path);
+// Removes temp files without a live writer (its flock free), and, where flock cannot tell, those
+// older than max_age_s. A file whose flock is held is never removed. Returns how many.
 std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s);
 
 }  // namespace fatpack::detail::cache

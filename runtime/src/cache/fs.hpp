@@ -1,17 +1,13 @@
-// The cache's file-system seam (docs/design.md §7): every OS call the cache makes outside Boost's mapping
-// and file_lock goes through `fs`. Production uses the POSIX implementation (fs_posix.cpp); tests
-// wrap it to inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any call, and to pretend
-// a directory is on NFS or the process is setuid. A port replaces fs_posix.cpp (and checks the two
-// Boost uses below).
+// The cache's file-system seam (docs/design.md §7): every OS call the cache makes outside the index's
+// mmap goes through `fs`. Production uses the POSIX implementation (fs_posix.cpp); tests wrap it to
+// inject errors (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOLCK) at any call, and to pretend a directory
+// is on NFS or the process is setuid. A port replaces fs_posix.cpp.
 //
 // Conventions: calls return 0 or an errno value (never throw); paths are absolute; every open through
 // this seam is O_CLOEXEC | O_NOFOLLOW, so its descriptors never leak into a child the JIT may spawn
-// and a symlink planted in the cache is never followed. Two opens do not go through it, and have
-// neither flag: Boost's file_mapping of the index (its descriptor is closed as soon as the mapping
-// exists, index.cpp) and Boost's file_lock on index.lock / evict.lock (kept open for the process's
-// life, locks.cpp; a child inherits the descriptor across exec, but fcntl locks belong to a process,
-// so it can neither hold nor drop ours through it). Both files are first created through this seam,
-// inside the 0700 directory only the user can write.
+// and a symlink planted in the cache is never followed. The index is opened through this seam too and
+// then mmap-ed (index.cpp; the descriptor is closed once the mapping exists); the directory locks
+// (index.lock, evict.lock) are open-file-description locks on descriptors opened here (locks.cpp).
 #pragma once
 
 #include <cstddef>
@@ -33,7 +29,8 @@ struct file_stat {
 };
 
 enum class open_mode {
-  read,            // O_RDONLY
+  read,            // O_RDONLY | O_NONBLOCK (a FIFO or device at the path never blocks the open;
+                   // the caller's fstat refuses it)
   create_new,      // O_WRONLY | O_CREAT | O_EXCL, mode 0600 (temp files)
   read_write,      // O_RDWR | O_CREAT, mode 0600 (lock files)
 };
@@ -90,6 +87,12 @@ fs& posix_fs();
 // Helpers over current_fs().
 // Reads a whole small file (at most `limit` bytes).
 int read_small_file(fs& f, const std::string& path, std::string& out, std::size_t limit = 1 << 20);
+// Opens `path` (for reading unless `mode` says otherwise) and checks, on the descriptor (no window
+// between a check and the open), that it is a regular file: EINVAL (descriptor closed) for a FIFO, a
+// device, a directory.
+int open_regular(fs& f, const std::string& path, int& fd, file_stat* st = nullptr, open_mode mode = open_mode::read);
+// "<path>: <errno text>", with "not a regular file" for open_regular's EINVAL.
+std::string open_problem(const std::string& path, int e);
 // Creates every missing directory of `path` with `mode` (like mkdir -p).
 int make_dirs(fs& f, const std::string& path, std::uint32_t mode);
 // "No space left on device (ENOSPC)"

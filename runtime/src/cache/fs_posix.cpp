@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -34,8 +35,9 @@ class posix final : public fs {
   int open(const std::string& path, open_mode mode, int& fd) override {
     int flags = O_CLOEXEC | O_NOFOLLOW;
     switch (mode) {
-      // O_NONBLOCK: a FIFO planted at an entry path opens at once (and fstat then refuses it)
-      // instead of blocking the load until someone writes to it; no effect on regular files.
+      // O_NONBLOCK: a FIFO planted at an entry path would block this open until a writer came
+      // (every start hung); callers fstat the descriptor and refuse what is not a regular file.
+      // It changes nothing for regular files.
       case open_mode::read: flags |= O_RDONLY | O_NONBLOCK; break;
       case open_mode::create_new: flags |= O_WRONLY | O_CREAT | O_EXCL; break;
       case open_mode::read_write: flags |= O_RDWR | O_CREAT; break;
@@ -172,7 +174,7 @@ class posix final : public fs {
   int pid() override { return static_cast<int>(::getpid()); }
 
  private:
-  static int ofd(int fd, std::uint64_t offset, short type) {
+  static int ofd(int fd, std::uint64_t offset, short type, int cmd = F_OFD_SETLK) {
     struct flock l{};
     l.l_type = type;
     l.l_whence = SEEK_SET;
@@ -181,7 +183,7 @@ class posix final : public fs {
     l.l_pid = 0;  // required for OFD locks
     int r;
     do {
-      r = ::fcntl(fd, F_OFD_SETLK, &l);
+      r = ::fcntl(fd, cmd, &l);
     } while (r != 0 && errno == EINTR);
     if (r == 0) return 0;
     return errno == EACCES ? EAGAIN : errno;
@@ -200,9 +202,27 @@ fs& posix_fs() {
 fs& current_fs() { return g_override ? *g_override : posix_fs(); }
 void set_fs_for_testing(fs* f) { g_override = f; }
 
+int open_regular(fs& f, const std::string& path, int& fd, file_stat* st, open_mode mode) {
+  if (int e = f.open(path, mode, fd)) return e;
+  file_stat s;
+  int e = f.fstat(fd, s);
+  if (!e && !s.regular) e = EINVAL;
+  if (e) {
+    f.close(fd);
+    fd = -1;
+    return e;
+  }
+  if (st) *st = s;
+  return 0;
+}
+
+std::string open_problem(const std::string& path, int e) {
+  return path + ": " + (e == EINVAL ? std::string("not a regular file") : errno_text(e));
+}
+
 int read_small_file(fs& f, const std::string& path, std::string& out, std::size_t limit) {
   int fd = -1;
-  if (int e = f.open(path, open_mode::read, fd)) return e;
+  if (int e = open_regular(f, path, fd)) return e;
   out.assign(limit, '\0');
   std::size_t got = 0;
   int e = f.pread(fd, out.data(), limit, 0, got);

@@ -3,20 +3,18 @@
 
 #include "cache/fs.hpp"
 
-#include <boost/interprocess/file_mapping.hpp>
-#include <boost/interprocess/mapped_region.hpp>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include "fatpack/core/le_bytes.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <algorithm>
 #include <cstring>
 #include <random>
 
 namespace fatpack::detail::cache {
-
-namespace bip = boost::interprocess;
 
 namespace {
 
@@ -124,33 +122,68 @@ void write_slot(std::uint8_t* p, std::uint16_t state, const index_slot& s) {
 }  // namespace
 
 struct index_file::impl {
-  bip::mapped_region region;
+  void* mapped = nullptr;  // the mapping (our own index), or
+  std::size_t mapped_len = 0;
+  std::vector<std::uint8_t> copy;  // a private copy (a prebuilt layer's, or a file we do not own)
+  ~impl() {
+    if (mapped) ::munmap(mapped, mapped_len);
+  }
 };
 
 index_file::~index_file() = default;
 
-std::unique_ptr<index_file> index_file::map(const std::string& path, bool writable, std::string& why) {
-  file_stat st;
-  if (int e = current_fs().stat(path, st)) {
+std::unique_ptr<index_file> index_file::map(const std::string& path, bool writable, std::string& why, bool copy_wanted) {
+  // Opened through the seam (O_CLOEXEC | O_NOFOLLOW), checked on the descriptor, then mapped or
+  // copied; the descriptor is closed before returning (the mapping does not need it).
+  fs& fsys = current_fs();
+  int fd = -1;
+  file_stat pre;
+  // open_mode::read_write creates a missing file: look first, so that a missing index stays missing
+  // (the read paths never rebuild; an empty file made by a race is only a damaged index, rebuilt).
+  if (int e = fsys.stat(path, pre)) {
     why = path + ": " + errno_text(e);
     return nullptr;
   }
-  if (!st.regular || st.size < index_header_bytes) {
+  file_stat st;
+  int e = open_regular(fsys, path, fd, &st, writable ? open_mode::read_write : open_mode::read);
+  if (e) {
+    why = open_problem(path, e);
+    return nullptr;
+  }
+  // Map only a file we own and only ever replace by rename (never truncate): someone else's file
+  // (a prebuilt layer's, root's) may be rewritten in place, and a mapping of it would SIGBUS.
+  const bool copy = !writable && (copy_wanted || st.uid != fsys.euid());
+  if (st.size < index_header_bytes || (copy && st.size > max_index_bytes) || st.size > SIZE_MAX / 2) {
+    fsys.close(fd);
     why = path + ": not an index file (" + std::to_string(st.size) + " bytes)";
     return nullptr;
   }
   std::unique_ptr<index_file> f(new index_file());
   f->impl_.reset(new impl());
-  try {
-    // The file_mapping (and its descriptor) is closed right away; the region keeps the mapping.
-    bip::file_mapping fm(path.c_str(), writable ? bip::read_write : bip::read_only);
-    f->impl_->region = bip::mapped_region(fm, writable ? bip::read_write : bip::read_only);
-  } catch (const std::exception& e) {
-    why = path + ": cannot map: " + e.what();
-    return nullptr;
+  const std::size_t len = static_cast<std::size_t>(st.size);
+  if (copy) {
+    f->impl_->copy.resize(len);
+    std::size_t got = 0;
+    e = fsys.pread(fd, f->impl_->copy.data(), len, 0, got);
+    fsys.close(fd);
+    if (e || got != len) {
+      why = path + ": " + (e ? errno_text(e) : std::string("shorter than it was"));
+      return nullptr;
+    }
+    f->base_ = f->impl_->copy.data();
+  } else {
+    void* m = ::mmap(nullptr, len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    e = errno;
+    fsys.close(fd);
+    if (m == MAP_FAILED) {
+      why = path + ": cannot map: " + errno_text(e);
+      return nullptr;
+    }
+    f->impl_->mapped = m;
+    f->impl_->mapped_len = len;
+    f->base_ = static_cast<std::uint8_t*>(m);
   }
-  f->base_ = static_cast<std::uint8_t*>(f->impl_->region.get_address());
-  f->size_ = f->impl_->region.get_size();
+  f->size_ = st.size;
   f->writable_ = writable;
   f->inode_ = st.inode;
   const std::uint8_t* h = f->base_;

@@ -1,5 +1,5 @@
-// The cache index (docs/cache.md §5): a fixed-size file mapped with Boost.Interprocess
-// (file_mapping + mapped_region, MAP_SHARED), holding one slot per entry (code-key hash, driver
+// The cache index (docs/cache.md §5): a fixed-size file, opened through the fs seam and mapped
+// MAP_SHARED (the per-user cache's own index) or copied into memory (a prebuilt layer's), holding one slot per entry (code-key hash, driver
 // hash, bytes on disk, last use: time and a use counter for exact LRU order) and the total size. It is advisory: it decides LRU order,
 // the size bound and which drivers' entries exist for a code key, never whether bytes are served
 // (entries validate themselves). Damaged -> rebuilt from the entry files.
@@ -38,12 +38,18 @@ struct index_slot {
 inline constexpr std::uint32_t default_index_capacity = 1u << 16;
 inline constexpr std::size_t index_header_bytes = 4096;
 inline constexpr std::size_t index_slot_bytes = 48;
+// Largest index file read (a copy of 64 MiB holds ~1.1 million slots; ours are 3-6 MiB).
+inline constexpr std::uint64_t max_index_bytes = 64ull << 20;
 
 class index_file {
  public:
-  // Maps `path` (read-only or read-write). nullptr with `why` when missing or damaged (bad magic,
-  // version, size, header check).
-  static std::unique_ptr<index_file> map(const std::string& path, bool writable, std::string& why);
+  // Maps `path` (read-only or read-write), or, read-only with `copy` or when the file is not owned
+  // by this user, reads a private copy (at most max_index_bytes): a mapping of a file that someone
+  // else rewrites in place would kill this process with SIGBUS, a copy cannot. A copy is never
+  // written and never sees `retired` (a prebuilt layer's index is replaced only by whoever installs
+  // the layer; the copy stays as it was read, which only ages its advisory use order). nullptr with
+  // `why` when missing or damaged (bad magic, version, size, header check).
+  static std::unique_ptr<index_file> map(const std::string& path, bool writable, std::string& why, bool copy = false);
   // Writes a complete new index holding `slots` to `path` (through a temp file in the same
   // directory and rename; the caller holds the index lock). Returns 0 or an errno.
   static int create(const std::string& path, const std::vector<index_slot>& slots, std::uint32_t capacity,

@@ -3,63 +3,86 @@
 
 #include "cache/fs.hpp"
 
-#include <boost/interprocess/sync/file_lock.hpp>
-
 #include <cerrno>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace fatpack::detail::cache {
 
-namespace bip = boost::interprocess;
-
 namespace {
 
-class boost_dir_lock final : public dir_lock {
+// An OFD write lock on byte 0 of a dedicated lock file, through the seam, plus an in-process mutex:
+// the threads of this process share the one open file description, and a description does not
+// exclude itself. (Byte 0 also conflicts with the whole-file fcntl lock older runtimes took.)
+class ofd_dir_lock final : public dir_lock {
  public:
-  explicit boost_dir_lock(const char* path) : fl_(path) {}
+  explicit ofd_dir_lock(int fd) : fd_(fd) {}
+  ~ofd_dir_lock() override { current_fs().close(fd_); }
   bool lock(std::string& why) override {
     mu_.lock();
-    try {
-      fl_.lock();
-      return true;
-    } catch (const std::exception& e) {
-      mu_.unlock();
-      why = std::string("file lock: ") + e.what();
-      return false;
+    // Polled, never F_OFD_SETLKW: a holder stopped inside its few microseconds (SIGSTOP, a debugger,
+    // a frozen container) must not hang every other process's store or load. After the bound the
+    // caller skips its index update; the index is advisory (entries are files, found without it).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(dir_lock_wait_ms);
+    int sleep_us = 50;
+    while (true) {
+      const int e = current_fs().try_byte_lock(fd_, 0);
+      if (e == 0) return true;
+      if ((e != EAGAIN && e != EWOULDBLOCK) || std::chrono::steady_clock::now() >= deadline) {
+        mu_.unlock();
+        why = e == EAGAIN || e == EWOULDBLOCK
+                  ? "file lock: held by another process for more than " + std::to_string(dir_lock_wait_ms) +
+                        " ms (stopped?)"
+                  : "file lock: " + errno_text(e);
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      sleep_us = sleep_us < 5000 ? sleep_us * 2 : 10000;
     }
   }
   bool try_lock() override {
     if (!mu_.try_lock()) return false;
-    try {
-      if (fl_.try_lock()) return true;
-    } catch (const std::exception&) {
-    }
+    if (current_fs().try_byte_lock(fd_, 0) == 0) return true;
     mu_.unlock();
     return false;
   }
   void unlock() override {
-    try {
-      fl_.unlock();
-    } catch (const std::exception&) {
-    }
+    current_fs().byte_unlock(fd_, 0);
     mu_.unlock();
   }
 
  private:
+  int fd_;
   std::mutex mu_;
-  bip::file_lock fl_;
 };
+
+// Opens (creates 0600) the lock file through the seam; (device, inode) of what was opened.
+std::shared_ptr<ofd_dir_lock> open_lock_file(const std::string& path, std::pair<std::uint64_t, std::uint64_t>& id,
+                                             std::string& why) {
+  fs& f = current_fs();
+  int fd = -1;
+  file_stat st;
+  if (int e = open_regular(f, path, fd, &st, open_mode::read_write)) {
+    why = open_problem(path, e);
+    return nullptr;
+  }
+  id = {st.device, st.inode};
+  return std::make_shared<ofd_dir_lock>(fd);
+}
 
 std::mutex& registry_mu() {
   static auto* m = new std::mutex();
   return *m;
 }
-std::map<std::string, std::shared_ptr<dir_lock>>& registry() {
-  // Leaked on purpose: the lock files stay open (and their locks valid) until the process ends.
-  static auto* r = new std::map<std::string, std::shared_ptr<dir_lock>>();
+// Keyed by the file (device, inode), not by the path's spelling: two spellings of one file share one
+// object (one mutex), and a lock file deleted and recreated at the same path is another file. Leaked
+// on purpose: a lock object may be in use by a thread while the process exits. Each object keeps its
+// descriptor open, so the inode of its key cannot be reused meanwhile.
+std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<dir_lock>>& registry() {
+  static auto* r = new std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<dir_lock>>();
   return *r;
 }
 
@@ -68,30 +91,20 @@ std::uint64_t offset_of(std::uint64_t key_hash) { return key_hash & ((1ull << 24
 
 }  // namespace
 
-bool dir_lock::exists(const std::string& path) {
+std::shared_ptr<dir_lock> dir_lock::get(const std::string& path, std::string& why) {
+  std::pair<std::uint64_t, std::uint64_t> id;
+  auto fresh = open_lock_file(path, id, why);
+  if (!fresh) return nullptr;
   std::lock_guard<std::mutex> g(registry_mu());
-  return registry().count(path) != 0;
+  auto it = registry().find(id);
+  if (it != registry().end()) return it->second;  // `fresh` closes its descriptor: that drops no OFD lock
+  registry().emplace(id, fresh);
+  return fresh;
 }
 
-std::shared_ptr<dir_lock> dir_lock::get(const std::string& path, std::string& why) {
-  std::lock_guard<std::mutex> g(registry_mu());
-  auto it = registry().find(path);
-  if (it != registry().end()) return it->second;
-  fs& f = current_fs();
-  int fd = -1;
-  if (int e = f.open(path, open_mode::read_write, fd)) {
-    why = path + ": " + errno_text(e);
-    return nullptr;
-  }
-  f.close(fd);  // no lock is held yet, so this close drops nothing
-  try {
-    auto l = std::make_shared<boost_dir_lock>(path.c_str());
-    registry().emplace(path, l);
-    return l;
-  } catch (const std::exception& e) {
-    why = path + ": " + e.what();
-    return nullptr;
-  }
+std::shared_ptr<dir_lock> dir_lock::open_unshared(const std::string& path, std::string& why) {
+  std::pair<std::uint64_t, std::uint64_t> id;
+  return open_lock_file(path, id, why);
 }
 
 std::unique_ptr<key_lock> key_lock::acquire(const std::string& lock_file, std::uint64_t key_hash, int wait_ms,

@@ -1,12 +1,13 @@
 // The cache's locks (docs/cache.md §4). All are kernel-managed: released when the holder dies, so a
 // process killed at any instruction never leaves a lock behind; nothing lock-like lives in a file.
 //
-//  - dir_lock: Boost.Interprocess file_lock (whole-file fcntl lock) on a dedicated lock file
-//    (index.lock, evict.lock), paired with an in-process mutex because fcntl locks do not exclude
-//    threads of one process. One object per lock file per process (a process-global registry, never
-//    freed), because closing *any* descriptor of a file drops the process's fcntl locks on it. Other
-//    code opens a lock file only while this process has no lock object for it (dir_lock::exists),
-//    so no close can drop a lock this process holds; lock files are never deleted.
+//  - dir_lock: an open-file-description (OFD) write lock (F_OFD_SETLKW, through the fs seam) on a
+//    dedicated lock file (index.lock, evict.lock), opened O_CLOEXEC | O_NOFOLLOW, paired with an
+//    in-process mutex because the threads of a process share the object's one description. One object
+//    per file per process, from a table keyed by (device, inode). OFD locks belong to the description,
+//    not to the process: closing another descriptor of the file drops nothing, a child never inherits
+//    them across exec (O_CLOEXEC), and two copies of the runtime in one process (two shared libraries,
+//    each with its own table) exclude each other as two processes do.
 //  - key_lock: the per-key single-flight lock, an open-file-description (OFD) byte lock on
 //    inflight.lock at an offset derived from the key. Each acquisition opens its own description, so
 //    threads exclude each other as processes do, and closing it releases only that lock. The wait
@@ -22,16 +23,21 @@
 
 namespace fatpack::detail::cache {
 
+// How long dir_lock::lock waits (docs/cache.md §4).
+inline constexpr int dir_lock_wait_ms = 2000;
+
 class dir_lock {
  public:
   // The lock object for `path` (created 0600 if missing). nullptr with `why` when the file cannot be
   // created or opened (read-only directory, ...).
   static std::shared_ptr<dir_lock> get(const std::string& path, std::string& why);
-  // True once get() has made the lock object for `path` in this process (it may be held now).
-  static bool exists(const std::string& path);
+  // A lock object outside this process's table: what a second copy of the runtime in this process
+  // (another shared library with its own hidden copy) has. For tests.
+  static std::shared_ptr<dir_lock> open_unshared(const std::string& path, std::string& why);
   virtual ~dir_lock() = default;
-  // Exclusive; false with `why` on an error (ENOLCK, ...). Blocking (the holders keep it for
-  // microseconds: index updates).
+  // Exclusive; false with `why` on an error (ENOLCK, ...) or after dir_lock_wait_ms (the holders
+  // keep it for microseconds, an index rebuild for about a second; a longer hold is a holder that is
+  // stopped, and waiting for it would hang this process's store or load).
   virtual bool lock(std::string& why) = 0;
   // Non-blocking: false when another thread or process holds it.
   virtual bool try_lock() = 0;

@@ -269,7 +269,8 @@ std::shared_ptr<index_file> cache_dir::index(bool may_rebuild) {
     std::lock_guard<std::mutex> g(mu_);
     if (index_ && !index_->retired()) return index_;
     std::string why;
-    auto m = index_file::map(dir_ + "/index.v1", writable_, why);
+    // A prebuilt layer's index is someone else's file: copied, never mapped (index.hpp).
+    auto m = index_file::map(dir_ + "/index.v1", writable_, why, /*copy=*/prebuilt_);
     if (m) {
       index_ = std::move(m);
       index_problem_.clear();
@@ -322,7 +323,7 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
     // Header only: cheap, and enough for accounting (a bad payload is found when it is read).
     std::uint8_t head[entry_header_size];
     int fd = -1;
-    if (f.open(item.path, open_mode::read, fd)) continue;
+    if (open_regular(f, item.path, fd)) continue;
     std::size_t got = 0;
     int e = f.pread(fd, head, sizeof head, 0, got);
     f.close(fd);

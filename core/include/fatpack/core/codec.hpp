@@ -18,6 +18,13 @@ int default_level(codec c) noexcept;                  // lz4: LZ4HC_CLEVEL_MAX (
 std::uint32_t default_block_size(codec c) noexcept;   // bytes of raw data per block
 // The largest block size writers produce and readers accept (1 GiB; docs/format.md §5).
 inline constexpr std::uint32_t max_block_size = 1u << 30;
+// The most raw bytes one stored byte of a block can decode to, by the codec's own format: an LZ4
+// match-length byte adds at most 255 bytes (a sequence costs 3 bytes for at least 19); a zstd block
+// yields at most 128 KiB and takes at least 4 bytes (an RLE block: 3-byte header, 1 byte). Readers
+// refuse a raw_size above stored bytes x this (docs/format.md §5).
+constexpr std::uint64_t max_expansion(codec c) noexcept {
+  return c == codec::lz4 ? 255 : c == codec::zstd ? 32768 : 1;
+}
 
 // Compresses `raw` into the blocked payload layout of docs/format.md §5.
 result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw);

@@ -1,0 +1,18 @@
+# FATPACK_SANITIZE: build everything with sanitizers, for the CI's sanitizer jobs (scripts/test.sh)
+# and for local runs. A comma-separated -fsanitize= list:
+#   -DFATPACK_SANITIZE=address,undefined   ASan + UBSan (UBSan findings are errors: no recovery)
+#   -DFATPACK_SANITIZE=thread              TSan (cannot be combined with address)
+# Empty (the default): no sanitizer. GCC and Clang both take these flags.
+set(FATPACK_SANITIZE "" CACHE STRING "Sanitizers to build with (address,undefined | thread); empty: none")
+if(FATPACK_SANITIZE)
+  if(FATPACK_SANITIZE MATCHES "thread" AND FATPACK_SANITIZE MATCHES "address")
+    message(FATAL_ERROR "FATPACK_SANITIZE: thread and address cannot be combined")
+  endif()
+  set(_fatpack_san -fsanitize=${FATPACK_SANITIZE} -fno-omit-frame-pointer)
+  if(FATPACK_SANITIZE MATCHES "undefined")
+    list(APPEND _fatpack_san -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_fatpack_san}>")
+  add_link_options("$<$<LINK_LANGUAGE:C,CXX>:${_fatpack_san}>")
+  message(STATUS "fatpack: sanitizers ${FATPACK_SANITIZE}")
+endif()
