@@ -25,6 +25,9 @@
 //   FAKECUDA_JIT_LOG=/path        each JIT appends one line "<pid> <how> sm_<NN> <ptx-hash> <name>"
 //   FAKECUDA_MISSING=cuLinkCreate,... entry points cuGetProcAddress pretends not to have
 //   FAKECUDA_INIT_ERROR=<code>    cuInit returns this CUresult
+//   FAKECUDA_LOAD_ERROR=<code>[:n] after n module loads that succeed (default 0), every module load
+//                                 returns this CUresult: 2 = out of memory, 46 = device unavailable
+//                                 (a device lost in the middle of a process's loads)
 //   FAKECUDA_INTEGRATED=1         devices report CU_DEVICE_ATTRIBUTE_INTEGRATED
 // Static settings (devices, version) are read once; the failure knobs on every call, so a test can
 // switch them between loads.
@@ -612,6 +615,12 @@ CUresult fk_cuCtxSetCurrent(CUcontext c) {
 CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, CUjit_option* keys, void** vals) {
   fake_ctx* ctx = current();
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (const char* le = env("FAKECUDA_LOAD_ERROR"); *le) {
+    static std::atomic<int> good{0};
+    const char* colon = std::strchr(le, ':');
+    if (good.load() >= (colon ? std::atoi(colon + 1) : 0)) return static_cast<CUresult>(std::atoi(le));
+    ++good;
+  }
   if (!image || !m) return CUDA_ERROR_INVALID_VALUE;
   char* err = nullptr;
   std::size_t err_size = 0;

@@ -25,8 +25,11 @@ unsigned decompress_threads() {
 }
 
 std::string where(const device& dev, const module_entries& me) {
+  // The driver too: a load error is reported from machines nobody here can see (issue 10).
+  const int v = dev.driver_version;
   return "module '" + std::string(me.package->view.entries().at(me.entries.front()).module_name) + "' of package '" +
-         me.package->name + "' on " + dev.identify();
+         me.package->name + "' on " + dev.identify() + ", driver CUDA " + std::to_string(v / 1000) + "." +
+         std::to_string(v % 1000 / 10) + " (" + std::to_string(v) + ")";
 }
 
 struct load_outcome {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs tests/cache/cache_security_test as an unprivileged user (issue 10). As root: creates the user
+# `fatpack-sec` (useradd), a root-owned cache root for the foreign-owner case and a setuid-root copy
+# of the probe for the AT_SECURE case (on a nosuid file system the test says it skipped and why),
+# then runs the binary as that user with a 60 s bound. Not root: runs it as the current user
+# (it then skips the cases that need what only root can prepare).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(cd "${1:-build}" && pwd)
+bin="$build/tests/cache/cache_security_test"
+probe="$build/tests/runtime/fatpack_runtime_probe"
+[ -x "$probe" ] || probe=$(find "$build" -name fatpack_runtime_probe -type f -perm -u+x | head -n1)
+if [ "$(id -u)" != 0 ]; then
+  exec timeout 60 "$bin"
+fi
+user=fatpack-sec
+id -u "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+work=$(mktemp -d /tmp/fatpack-sec-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+mkdir -p "$work/foreign/v1" && chmod 755 "$work/foreign" "$work/foreign/v1"
+cp "$probe" "$work/probe-suid" && chown root:root "$work/probe-suid" && chmod 4755 "$work/probe-suid"
+# The test's own temp directories and artifacts: /tmp and the build tree must be reachable.
+echo "security tests as $user (uid $(id -u "$user")); probe $probe"
+timeout 60 runuser -u "$user" -- env FATPACK_SEC_FOREIGN_DIR="$work/foreign" \
+  FATPACK_SEC_SETUID_PROBE="$work/probe-suid" "$bin"
