@@ -174,6 +174,14 @@ int cache_dir::write(const full_key& k, core::byte_span cubin, std::string& why)
     why = fan + ": " + errno_text(e);
     return e;
   }
+  // O_NOFOLLOW covers only the last component of the temp file's path: a symlink planted as
+  // objects/<ab> would take every entry of that fan-out wherever it points. Write only into a real
+  // directory of ours that nobody else can write.
+  file_stat fst;
+  if ((e = f.stat(fan, fst)) || !fst.directory || fst.uid != f.euid() || (fst.mode & 022)) {
+    why = fan + ": " + (e ? errno_text(e) : std::string("not a directory of this user's that only it can write"));
+    return e ? e : ENOTDIR;
+  }
   static std::atomic<unsigned> counter{0};
   const std::string final_path = entry_path(k);
   const std::string tmp = fan + "/." + k.file_name() + "." + std::to_string(f.pid()) + "." +
