@@ -96,12 +96,22 @@ void after_store(cache_dir& d) {
   // postpone cleaning until the clock catches up.
   const bool clean_due = std::llabs(now - idx->last_clean_s()) > 3600;
   if (!over && !clean_due) return;
-  evictor ev(d, false);
-  if (!ev.held()) return;  // someone else is at it
-  if (over) evict_locked(d, d.max_bytes() / 10 * 9);
-  if (clean_due) {
-    idx->set_last_clean(now);
-    clean_temp_files(d, 24 * 3600);
+  {
+    evictor ev(d, false);
+    if (!ev.held()) return;  // someone else is at it (and checks again when done: below)
+    if (over) evict_locked(d, d.max_bytes() / 10 * 9);
+    if (clean_due) {
+      idx->set_last_clean(now);
+      clean_temp_files(d, 24 * 3600);
+    }
+  }
+  // A store that landed while we held evict.lock found it taken and left the bound to us: look
+  // again after releasing it. A store after this check finds the lock free and evicts itself, so
+  // the bound holds once the stores stop (a few passes at most; each one frees 10% of the bound).
+  for (int pass = 0; pass < 4 && d.max_bytes() && idx->total_bytes() > d.max_bytes(); ++pass) {
+    evictor ev(d, false);
+    if (!ev.held()) return;
+    evict_locked(d, d.max_bytes() / 10 * 9);
   }
 }
 
