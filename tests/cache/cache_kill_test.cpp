@@ -2,11 +2,17 @@
 // real file system) that all compile and store the same few keys at once, under a size bound that
 // makes them evict, each killed with SIGKILL at a random moment. Afterwards, with no repair: no
 // entry file is damaged, temp files are at most one per killed writer, and a fresh process loads
-// every key right. CI: ~50 kills; FATPACK_FULL=1: >= 1,000. (cache_process_test's kill loop gives
-// every writer its own keys and driver; here they fight over one key set.)
+// every key right. Between waves the index is damaged at random too (truncated, overwritten with
+// random bytes, deleted), as a crash of something else or a bad disk would leave it: it is advisory,
+// so no writer may serve a wrong entry because of it. CI: ~50 kills; FATPACK_FULL=1: >= 12,000 (the
+// outside review's baseline). (cache_process_test's kill loop gives every writer its own keys and
+// driver; here they fight over one key set.)
 #include "cache_support.hpp"
 
 #include "fatpack/admin/cache_admin.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <random>
@@ -17,19 +23,41 @@ using namespace cache_test;
 TEST_CASE("kill -9 of writers racing for the same keys: nothing damaged, temp files bounded, no repair") {
   const char* full_env = std::getenv("FATPACK_FULL");
   const bool full = full_env && std::string(full_env) == "1";
-  const int target = full ? 1000 : 50, per_wave = 6, m = 6;
+  const int target = full ? 12000 : 50, per_wave = 6, m = 6;
   const std::string pkg = keys_package("race", m);
   const std::string dir = fresh_dir("race"), log = dir + "/jit.log", cache = dir + "/cache";
   const env_map env = fake_env({{"FATPACK_CACHE_PATH", cache}, {"FAKECUDA_JIT_LOG", log},
                                 {"FATPACK_CACHE_MAXSIZE", "12K"}, {"FAKECUDA_JIT_DELAY_MS", "1"},
                                 {"FATPACK_CACHE_LOCK_WAIT_MS", "20"}});
   std::mt19937 rng(20261204);
-  int kills = 0, finished = 0, waves = 0, window_us = 15000;
+  int kills = 0, finished = 0, waves = 0, window_us = 15000, index_damages = 0;
+  const std::string index = cache + "/v1/index.v1";
   while (kills < target && waves < target) {
     ++waves;
     // Between waves, entries are removed at random, so that every wave has keys to write again.
     for (const auto& f : files_under(cache, ".fpc"))
       if (rng() % 2) ::unlink(f.c_str());
+    // And one wave in four finds the index damaged.
+    if (rng() % 4 == 0) {
+      struct stat st {};
+      if (::stat(index.c_str(), &st) == 0 && st.st_size > 0) {
+        ++index_damages;
+        const off_t at = static_cast<off_t>(rng() % static_cast<std::uint64_t>(st.st_size));
+        switch (rng() % 3) {
+          case 0: REQUIRE(::truncate(index.c_str(), at) == 0); break;
+          case 1: {
+            std::uint8_t junk[64];
+            for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
+            const int fd = ::open(index.c_str(), O_WRONLY | O_CLOEXEC);
+            REQUIRE(fd >= 0);
+            REQUIRE(::pwrite(fd, junk, sizeof junk, at) == static_cast<ssize_t>(sizeof junk));
+            ::close(fd);
+            break;
+          }
+          default: REQUIRE(::unlink(index.c_str()) == 0);
+        }
+      }
+    }
     std::vector<running> kids;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < per_wave; ++i)
@@ -59,8 +87,8 @@ TEST_CASE("kill -9 of writers racing for the same keys: nothing damaged, temp fi
     else if (wave_kills == per_wave) window_us = std::min(200000, window_us * 3 / 2);
   }
   const auto temps = files_under(cache, ".tmp").size() + files_under(cache + "/v1", ".tmp.*").size();
-  MESSAGE("kill -9 race: " << kills << " kills, " << finished << " writers finished first, " << waves << " waves; "
-                           << temps << " temp files left");
+  MESSAGE("kill -9 race: " << kills << " kills, " << finished << " writers finished first, " << waves << " waves, "
+                           << index_damages << " of them after the index was damaged; " << temps << " temp files left");
   CHECK(kills >= target);
   CHECK(temps <= static_cast<std::size_t>(kills));  // at most one per killed writer
   // No entry is damaged (a killed writer leaves a temp file at worst; the index is advisory).
