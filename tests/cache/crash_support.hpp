@@ -73,6 +73,15 @@ inline const std::string& work_dir() {
       if (const char* d = mkdtemp(tmpl)) return std::string(d);
     return fatpack_test::temp_dir();
   }();
+  // The tmpfs directory goes when the test process ends (each run made a new one, and /dev/shm kept
+  // them). Only in the process that made it: forked children leave through _exit, but be sure.
+  static const struct remover {
+    pid_t owner = ::getpid();
+    ~remover() {
+      std::error_code ec;
+      if (::getpid() == owner && dir.rfind("/dev/shm/fatpack-crash-", 0) == 0) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_at_exit;
   return dir;
 }
 
