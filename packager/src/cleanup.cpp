@@ -36,8 +36,6 @@
 #include <utility>
 #include <vector>
 
-extern char** environ;
-
 namespace fatpack::tool {
 namespace {
 
@@ -197,7 +195,8 @@ void install_signal_cleanup() {
 
 void finish_signal_cleanup() { lock_or_park(reg()); }
 
-int spawn_tracked(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions, char* const argv[]) {
+int spawn_tracked(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions, char* const argv[],
+                  char* const envp[]) {
   registry& r = reg();
   const auto lock = lock_or_park(r);
   posix_spawnattr_t attr;
@@ -209,7 +208,7 @@ int spawn_tracked(pid_t* pid, const char* file, const posix_spawn_file_actions_t
     ::posix_spawnattr_setsigmask(&attr, &r.start_mask);
   }
   ::posix_spawnattr_setflags(&attr, flags);
-  const int rc = ::posix_spawnp(pid, file, actions, &attr, argv, environ);
+  const int rc = ::posix_spawnp(pid, file, actions, &attr, argv, envp);
   ::posix_spawnattr_destroy(&attr);
   if (rc == 0) r.children.insert(*pid);
   return rc;

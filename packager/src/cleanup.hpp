@@ -27,7 +27,8 @@ void finish_signal_cleanup();
 // posix_spawnp, registered for the signal cleanup: the child gets the signal mask fatpack started
 // with and a process group of its own (so that stopping it reaches the tools it starts). Returns
 // posix_spawnp's error.
-int spawn_tracked(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions, char* const argv[]);
+int spawn_tracked(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions, char* const argv[],
+                  char* const envp[]);
 // Waits for a child of spawn_tracked and returns its waitpid status.
 int wait_tracked(pid_t pid);
 

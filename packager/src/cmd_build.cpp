@@ -55,6 +55,10 @@ command_runner add_build_command(CLI::App& app) {
   o->codec.add_to(*cmd, true);
   cmd->add_flag("-v,--verbose", o->verbose, "Print each nvcc command and a summary line");
   cmd->add_option("sources", o->sources, "CUDA sources; each becomes one module named after the file")->required();
+  cmd->footer(cmd->get_footer() +
+              "\nTemporary files: $TMPDIR/fatpack-build.<pid>.XXXXXX ($TMPDIR unset or empty: /tmp), removed however the "
+              "build ends: on SIGINT/SIGTERM/SIGHUP/SIGPIPE nvcc is stopped first; after a SIGKILL the next build removes "
+              "it (docs/cli.md).");
   return [o]() {
     auto codes = nvcc_gpu_codes(o->nvcc);
     if (!codes) {
@@ -101,7 +105,7 @@ command_runner add_build_command(CLI::App& app) {
           std::lock_guard<std::mutex> lock(out_mutex);
           std::cerr << join_command(jobs[i].argv) << "\n";
         }
-        jobs[i].result = run_process(jobs[i].argv);
+        jobs[i].result = run_process(jobs[i].argv, tmp.path());  // nvcc's own temporary files go there too
         const std::size_t d = ++done;
         if (progress) {
           std::lock_guard<std::mutex> lock(out_mutex);

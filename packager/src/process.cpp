@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 namespace fatpack::tool {
 
-process_result run_process(const std::vector<std::string>& argv) {
+process_result run_process(const std::vector<std::string>& argv, const std::string& tmpdir) {
   process_result r;
   const int out_fd = anonymous_temp_file();  // nameless: nothing to leave behind
   if (out_fd < 0) {
@@ -28,8 +30,18 @@ process_result run_process(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  std::vector<std::string> env;
+  if (!tmpdir.empty()) {
+    for (char** e = environ; *e; ++e) {
+      if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.emplace_back(*e);
+    }
+    env.push_back("TMPDIR=" + tmpdir);
+  }
+  std::vector<char*> cenv;
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = spawn_tracked(&pid, cargv[0], &actions, cargv.data());
+  const int rc = spawn_tracked(&pid, cargv[0], &actions, cargv.data(), tmpdir.empty() ? environ : cenv.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     r.start_error = std::string("cannot run '") + argv[0] + "': " + std::strerror(rc);

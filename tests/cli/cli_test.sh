@@ -24,8 +24,9 @@ cubins=("$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.sm_90.cubin")
 ptx="$art/vadd.compute_90.ptx"
 
 # For the build_signal / build_stale cases: a stand-in for nvcc (`fatpack build --nvcc`) that answers
-# fatpack's queries and "compiles" by copying a committed cubin; with FAKE_NVCC_SLOW set it starts a
-# child (as nvcc starts cicc and ptxas), records "its pid, its child's pid" in compiler.pids and waits.
+# fatpack's queries and "compiles" by copying a committed cubin; with FAKE_NVCC_SLOW set it writes a
+# file in $TMPDIR and starts a child (as nvcc does, and starts cicc and ptxas), records "its pid, its
+# child's pid" in compiler.pids and waits.
 make_fake_nvcc() {
   cat > fake-nvcc <<EOF
 #!/usr/bin/env bash
@@ -34,6 +35,7 @@ case "\$1" in
 --version) echo 'Cuda compilation tools, release 13.0, V13.0.48'; exit 0 ;;
 esac
 if [ -n "\${FAKE_NVCC_SLOW:-}" ]; then
+  echo x > "\${TMPDIR:-/tmp}/tmpxft_fake_\$\$"  # as nvcc's own temporary files
   sleep 60 & echo "\$\$ \$!" >> "$work/compiler.pids"; wait; exit 1
 fi
 while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; shift; done
@@ -493,8 +495,9 @@ concatenation_one_walker)
   ;;
 build_signal)
   # SIGTERM, SIGINT, SIGHUP, SIGPIPE while nvcc runs: fatpack stops the compilers (and what they
-  # started), removes its temporary directory and dies of the same signal. Before: it died at once,
-  # leaving the directory and the compilers running (SIGTERM from kill reaches only fatpack).
+  # started), removes its temporary directory (with what the compilers wrote to their $TMPDIR) and
+  # dies of the same signal. Before: it died at once, leaving the directory and the compilers
+  # running (SIGTERM from kill reaches only fatpack).
   make_fake_nvcc
   export TMPDIR=$work/tmp
   mkdir -p "$TMPDIR"
