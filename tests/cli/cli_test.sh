@@ -142,8 +142,10 @@ cache_warm)
   # A host object that embeds the package is warmed like the package itself.
   run 0 "$fatpack" embed -o w.S w.fpk
   cc -c w.S -o w.o || fail "cannot assemble the embedding of w.fpk"
-  run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
+  mkdir -p warm-tmp
+  TMPDIR=$work/warm-tmp run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
   expect_in out.txt "^compiled +w/vadd for sm_100"
+  [ -z "$(ls -A warm-tmp)" ] || fail "warm left in TMPDIR: $(ls -A warm-tmp)"
   # A relative --path names a directory under the current one (the runtime itself wants absolute).
   run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
   run 0 "$fatpack" cache stats --path rel-cache --json
