@@ -2,6 +2,7 @@
 // One job per target (not one nvcc call with many -gencode) so the targets compile on separate
 // cores; nvcc itself compiles -gencode targets one after another.
 #include "arch_list.hpp"
+#include "cleanup.hpp"
 #include "file_io.hpp"
 #include "pack_common.hpp"
 #include "process.hpp"
@@ -26,21 +27,6 @@ struct job {
   std::string output;
   process_result result;
   std::vector<std::string> argv;
-};
-
-// A temporary directory removed with everything in it when the build ends.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/fatpack-build.XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (::mkdtemp(buf.data())) path = buf.data();
-  }
-  ~temp_dir() {
-    if (!path.empty()) run_process({"rm", "-rf", path});
-  }
 };
 
 }  // namespace
@@ -69,6 +55,10 @@ command_runner add_build_command(CLI::App& app) {
   o->codec.add_to(*cmd, true);
   cmd->add_flag("-v,--verbose", o->verbose, "Print each nvcc command and a summary line");
   cmd->add_option("sources", o->sources, "CUDA sources; each becomes one module named after the file")->required();
+  cmd->footer(cmd->get_footer() +
+              "\nTemporary files: $TMPDIR/fatpack-build.<pid>.XXXXXX ($TMPDIR unset or empty: /tmp), removed however the "
+              "build ends: on SIGINT/SIGTERM/SIGHUP/SIGPIPE nvcc is stopped first; after a SIGKILL the next build removes "
+              "it (docs/cli.md).");
   return [o]() {
     auto codes = nvcc_gpu_codes(o->nvcc);
     if (!codes) {
@@ -84,9 +74,10 @@ command_runner add_build_command(CLI::App& app) {
       }
     }
     const int toolkit = nvcc_toolkit_version(o->nvcc);
-    temp_dir tmp;
-    if (tmp.path.empty()) {
-      print_error("cannot create a temporary directory");
+    // Removed however the build ends (cleanup.hpp): returning, a signal, or (SIGKILL) by the next build.
+    temp_dir tmp("fatpack-build");
+    if (!tmp.ok()) {
+      print_error(tmp.error());
       return exit_failure;
     }
     std::vector<job> jobs;
@@ -96,7 +87,7 @@ command_runner add_build_command(CLI::App& app) {
         j.source = src;
         j.target = t;
         const bool ptx = t.kind == core::entry_kind::ptx;
-        j.output = tmp.path + "/" + std::to_string(jobs.size()) + (ptx ? ".ptx" : ".cubin");
+        j.output = tmp.path() + "/" + std::to_string(jobs.size()) + (ptx ? ".ptx" : ".cubin");
         j.argv = {o->nvcc, ptx ? "-ptx" : "-cubin", "-arch=" + t.str(), "-o", j.output, src};
         for (const auto& a : passthrough_args()) j.argv.push_back(a);
         jobs.push_back(std::move(j));
@@ -114,7 +105,7 @@ command_runner add_build_command(CLI::App& app) {
           std::lock_guard<std::mutex> lock(out_mutex);
           std::cerr << join_command(jobs[i].argv) << "\n";
         }
-        jobs[i].result = run_process(jobs[i].argv);
+        jobs[i].result = run_process(jobs[i].argv, tmp.path());  // nvcc's own temporary files go there too
         const std::size_t d = ++done;
         if (progress) {
           std::lock_guard<std::mutex> lock(out_mutex);

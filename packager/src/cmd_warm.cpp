@@ -2,6 +2,7 @@
 // directory (for installers and container builds; docs/cache.md, docs/deployment.md). Without
 // --target: for the GPUs present. With --target: for any CC the installed driver knows, GPU present
 // or not (the driver's cross-target JIT), so one machine can prebuild a read-only cache for a fleet.
+#include "cleanup.hpp"
 #include "file_io.hpp"
 #include "tool.hpp"
 
@@ -9,8 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 namespace fatpack::tool {
@@ -82,14 +83,7 @@ int run_warm(const warm_args& a) {
   // Programs and libraries that embed packages are warmed like .fpk files: their packages (found
   // as `inspect` finds them) are written to a temporary directory for the runtime's warm code.
   std::vector<std::string> files;
-  std::string scratch;
-  struct scratch_remover {
-    std::string& dir;
-    ~scratch_remover() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-    }
-  } remove_scratch{scratch};
+  std::unique_ptr<temp_dir> scratch;  // made for the first embedded package; removed as in build
   for (const auto& path : a.packages) {
     auto pf = load_package_file(path);
     if (!pf) {
@@ -100,16 +94,15 @@ int run_warm(const warm_args& a) {
       files.push_back(path);
       continue;
     }
-    if (scratch.empty()) {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "fatpack-warm-XXXXXX").string();
-      if (!mkdtemp(tmpl.data())) {
-        print_error("cannot create a temporary directory for the packages embedded in " + path);
+    if (!scratch) {
+      scratch = std::make_unique<temp_dir>("fatpack-warm");
+      if (!scratch->ok()) {
+        print_error(scratch->error() + " (for the packages embedded in " + path + ")");
         return exit_failure;
       }
-      scratch = tmpl;
     }
     for (std::size_t i = 0; i < pf->packages.size(); ++i) {
-      const std::string out = scratch + "/" + std::to_string(files.size()) + "-" +
+      const std::string out = scratch->path() + "/" + std::to_string(files.size()) + "-" +
                               safe_file_component(std::string(pf->packages[i].name())) + ".fpk";
       if (auto st = write_file_atomic(out, pf->packages[i].bytes()); !st) {
         print_error(st.error().message);

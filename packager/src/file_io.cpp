@@ -1,5 +1,7 @@
 #include "file_io.hpp"
 
+#include "cleanup.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -117,9 +119,13 @@ core::status replace_regular_file(const std::string& path, core::byte_span bytes
                     path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp.XXXXXX";
   std::vector<char> tmpl(tmp.begin(), tmp.end());
   tmpl.push_back('\0');
-  const int fd = ::mkstemp(tmpl.data());
+  const int fd = make_temp_file(tmpl.data());  // removed on a signal until forgotten below
   if (fd < 0) return io_error(path, "cannot create a temporary file in " + dir);
   tmp = tmpl.data();
+  struct forget {
+    const std::string& path;
+    ~forget() { forget_temp_file(path); }
+  } forget_tmp{tmp};
   auto fail = [&](const std::string& what) {
     auto e = io_error(path, what);
     ::close(fd);

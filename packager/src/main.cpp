@@ -1,5 +1,6 @@
 // fatpack: the packager CLI. Each subcommand lives in its own cmd_*.cpp; this file wires them up
 // and owns the exit-code policy (0 ok, 1 failure, 2 usage).
+#include "cleanup.hpp"
 #include "tool.hpp"
 
 #include "fatpack/core/package.hpp"
@@ -9,6 +10,9 @@
 
 int main(int argc, char** argv) {
   using namespace fatpack::tool;
+  // Before any thread starts: a signal stops the children, removes temporary files and ends the
+  // process with that signal (cleanup.hpp).
+  install_signal_cleanup();
   // Everything after a bare `--` goes to nvcc unchanged (`fatpack build ... -- -O3`); CLI11 must
   // not see it.
   std::vector<char*> args(argv, argv + argc);
@@ -64,13 +68,15 @@ int main(int argc, char** argv) {
   }
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {
+      int rc = exit_usage;
       try {
-        return run();
+        rc = run();
       } catch (const usage_error& e) {
         print_error(e.message);
         std::cerr << "Run 'fatpack " << sub->get_name() << " --help' for usage.\n";
-        return exit_usage;
       }
+      finish_signal_cleanup();
+      return rc;
     }
   }
   return exit_usage;

@@ -1,5 +1,7 @@
 #include "process.hpp"
 
+#include "cleanup.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,15 +15,13 @@ extern char** environ;
 
 namespace fatpack::tool {
 
-process_result run_process(const std::vector<std::string>& argv) {
+process_result run_process(const std::vector<std::string>& argv, const std::string& tmpdir) {
   process_result r;
-  char tmpl[] = "/tmp/fatpack-out.XXXXXX";
-  const int out_fd = ::mkstemp(tmpl);
+  const int out_fd = anonymous_temp_file();  // nameless: nothing to leave behind
   if (out_fd < 0) {
-    r.start_error = std::string("cannot create a temporary file: ") + std::strerror(errno);
+    r.start_error = std::string("cannot create a temporary file in ") + temp_base() + ": " + std::strerror(errno);
     return r;
   }
-  ::unlink(tmpl);  // the descriptor keeps it alive; nothing is left behind
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
@@ -30,17 +30,25 @@ process_result run_process(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  std::vector<std::string> env;
+  if (!tmpdir.empty()) {
+    for (char** e = environ; *e; ++e) {
+      if (std::strncmp(*e, "TMPDIR=", 7) != 0) env.emplace_back(*e);
+    }
+    env.push_back("TMPDIR=" + tmpdir);
+  }
+  std::vector<char*> cenv;
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  const int rc = spawn_tracked(&pid, cargv[0], &actions, cargv.data(), tmpdir.empty() ? environ : cenv.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     r.start_error = std::string("cannot run '") + argv[0] + "': " + std::strerror(rc);
     ::close(out_fd);
     return r;
   }
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
+  const int wstatus = wait_tracked(pid);
   r.exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   ::lseek(out_fd, 0, SEEK_SET);
   char buf[8192];

@@ -12,7 +12,8 @@ struct process_result {
   std::string start_error; // why it could not start
 };
 
-process_result run_process(const std::vector<std::string>& argv);
+// tmpdir: when not empty, the child's $TMPDIR (so that what it leaves goes where fatpack removes it).
+process_result run_process(const std::vector<std::string>& argv, const std::string& tmpdir = {});
 std::string join_command(const std::vector<std::string>& argv);  // for messages, shell-quoted
 
 }  // namespace fatpack::tool

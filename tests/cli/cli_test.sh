@@ -23,6 +23,59 @@ json() { python3 -c "import json,sys; d=json.load(open('out.txt')); $1" || { cat
 cubins=("$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.sm_90.cubin")
 ptx="$art/vadd.compute_90.ptx"
 
+# For the build_signal / build_stale cases: a stand-in for nvcc (`fatpack build --nvcc`) that answers
+# fatpack's queries and "compiles" by copying a committed cubin; with FAKE_NVCC_SLOW set it writes a
+# file in $TMPDIR and starts a child (as nvcc does, and starts cicc and ptxas), records "its pid, its
+# child's pid" in compiler.pids and waits.
+make_fake_nvcc() {
+  cat > fake-nvcc <<EOF
+#!/usr/bin/env bash
+case "\$1" in
+--list-gpu-code) printf 'sm_75\nsm_90\n'; exit 0 ;;
+--version) echo 'Cuda compilation tools, release 13.0, V13.0.48'; exit 0 ;;
+esac
+if [ -n "\${FAKE_NVCC_SLOW:-}" ]; then
+  echo x > "\${TMPDIR:-/tmp}/tmpxft_fake_\$\$"  # as nvcc's own temporary files
+  sleep 60 & echo "\$\$ \$!" >> "$work/compiler.pids"; wait; exit 1
+fi
+while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; shift; done
+cp "$art/vadd.sm_75.cubin" "\$out"
+EOF
+  chmod +x fake-nvcc
+  printf '__global__ void k() {}\n' > k.cu
+}
+# Starts `fatpack build` in the background (pid in $bpid) with the slow fake nvcc running two jobs,
+# and returns once both compilers run. The signals are reset to their defaults first: a background
+# job of a script ignores SIGINT.
+start_slow_build() {
+  rm -f compiler.pids
+  FAKE_NVCC_SLOW=1 python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE): signal.signal(s, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$fatpack" build --nvcc ./fake-nvcc -o slow.fpk --arch 75-real,90-real -j 2 k.cu \
+    >out.txt 2>err.txt &
+  bpid=$!
+  for _ in $(seq 200); do
+    [ -f compiler.pids ] && [ "$(wc -l <compiler.pids)" -ge 2 ] && return 0
+    kill -0 "$bpid" 2>/dev/null || { cat err.txt; fail "fatpack build ended before its compilers ran"; }
+    sleep 0.1
+  done
+  fail "the fake compilers did not start within 20 s"
+}
+# running PID: the process exists and is not a zombie.
+running() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]; }
+compilers_gone() {  # waits up to 5 s for every recorded compiler process to be gone
+  local left
+  for _ in $(seq 50); do
+    left=""
+    for p in $(cat compiler.pids); do running "$p" && left="$left $p"; done
+    [ -z "$left" ] && return 0
+    sleep 0.1
+  done
+  echo "still running:$left" >&2
+  return 1
+}
+kill_compilers() { for p in $(cat compiler.pids 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done; }
+
 case "$case_name" in
 cache_warm)
   # `fatpack warm` / `fatpack cache ...` against the fake driver (FATPACK_LIBCUDA, set by CTest): what
@@ -89,8 +142,10 @@ cache_warm)
   # A host object that embeds the package is warmed like the package itself.
   run 0 "$fatpack" embed -o w.S w.fpk
   cc -c w.S -o w.o || fail "cannot assemble the embedding of w.fpk"
-  run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
+  mkdir -p warm-tmp
+  TMPDIR=$work/warm-tmp run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
   expect_in out.txt "^compiled +w/vadd for sm_100"
+  [ -z "$(ls -A warm-tmp)" ] || fail "warm left in TMPDIR: $(ls -A warm-tmp)"
   # A relative --path names a directory under the current one (the runtime itself wants absolute).
   run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
   run 0 "$fatpack" cache stats --path rel-cache --json
@@ -439,6 +494,85 @@ concatenation_one_walker)
   printf 'x' >> padded.fpk
   run 1 "$fatpack" verify padded.fpk
   run 1 "$PROBE" --package padded.fpk load vadd
+  ;;
+build_signal)
+  # SIGTERM, SIGINT, SIGHUP, SIGPIPE while nvcc runs: fatpack stops the compilers (and what they
+  # started), removes its temporary directory (with what the compilers wrote to their $TMPDIR) and
+  # dies of the same signal. Before: it died at once, leaving the directory and the compilers
+  # running (SIGTERM from kill reaches only fatpack).
+  make_fake_nvcc
+  export TMPDIR=$work/tmp
+  mkdir -p "$TMPDIR"
+  trap kill_compilers EXIT
+  for sig in TERM INT HUP PIPE; do
+    start_slow_build
+    ls "$TMPDIR" | grep -q '^fatpack-build\.' || fail "no fatpack-build.* directory in TMPDIR while nvcc runs"
+    kill -s "$sig" "$bpid"
+    wait "$bpid" 2>/dev/null
+    rc=$?
+    want=$((128 + $(kill -l "$sig")))
+    [ "$rc" = "$want" ] || { cat err.txt; fail "SIG$sig: fatpack build exited $rc, expected $want"; }
+    [ -z "$(ls -A "$TMPDIR")" ] || fail "SIG$sig left in TMPDIR: $(ls -A "$TMPDIR")"
+    compilers_gone || fail "SIG$sig left compiler processes running"
+    [ ! -e slow.fpk ] || fail "SIG$sig: an interrupted build wrote slow.fpk"
+    [ ! -s err.txt ] || fail "SIG$sig: fatpack printed: $(cat err.txt)"
+  done
+  # An ordinary build through the same fake compiler leaves nothing either.
+  run 0 "$fatpack" build --nvcc ./fake-nvcc -o ok.fpk --arch 75-real k.cu
+  [ -z "$(ls -A "$TMPDIR")" ] || fail "a finished build left in TMPDIR: $(ls -A "$TMPDIR")"
+  ;;
+build_stale)
+  # SIGKILL cannot be caught: the next build in the same TMPDIR removes the directory of a build
+  # whose process is gone, and leaves alone everything that is not exactly that.
+  make_fake_nvcc
+  export TMPDIR=$work/tmp
+  mkdir -p "$TMPDIR" outside
+  echo keep > outside/file
+  trap kill_compilers EXIT
+  start_slow_build
+  kill -KILL "$bpid"
+  wait "$bpid" 2>/dev/null
+  rc=$?
+  [ "$rc" = 137 ] || fail "SIGKILL: fatpack build exited $rc, expected 137"
+  kill_compilers
+  stale=$(ls -d "$TMPDIR/fatpack-build.$bpid".* 2>/dev/null)
+  [ -n "$stale" ] && [ -d "$stale" ] || fail "no fatpack-build.$bpid.* directory after SIGKILL: $(ls -A "$TMPDIR")"
+  # Links inside the stale tree: removing it deletes the links, never what they name.
+  ln -s "$work/outside" "$stale/dirlink"
+  mkdir -p "$stale/a/b" && ln -s "$work/outside/file" "$stale/a/b/filelink" && echo x > "$stale/a/b/f"
+  # Left alone: a live pid's directory (this shell's), a link named like a stale directory (to a
+  # directory with a file in it), a regular file so named, and names not exactly PREFIX.<pid>.XXXXXX.
+  live="$TMPDIR/fatpack-build.$$.Live00"
+  mkdir "$live" && echo x > "$live/f"
+  link="$TMPDIR/fatpack-build.$bpid.Link00"
+  ln -s "$work/outside" "$link"
+  echo x > "$TMPDIR/fatpack-build.$bpid.File00"
+  keep=("$live" "$link" "$TMPDIR/fatpack-build.$bpid.File00")
+  for odd in "fatpack-build.0$bpid.abcdef" "fatpack-build.$bpid.abcdefg" "fatpack-build.$bpid.abc-ef" \
+             "fatpack-build.$bpid" "fatpack-build.+$bpid.abcdef" "fatpack-build.99999999999.abcdef" \
+             "xfatpack-build.$bpid.abcdef" "fatpack-warm.$bpid.abcdef"; do
+    mkdir "$TMPDIR/$odd" && keep+=("$TMPDIR/$odd")
+  done
+  # Another user's directory named for a dead pid: only root can make one.
+  other=""
+  if [ "$(id -u)" = 0 ]; then
+    other="$TMPDIR/fatpack-build.$bpid.Other0"
+    mkdir "$other" && echo x > "$other/f" && chown -R 65534:65534 "$other"
+    keep+=("$other")
+  else
+    echo "skipped: another user's stale-named directory (only root can create one)"
+  fi
+  run 0 "$fatpack" build --nvcc ./fake-nvcc -o ok.fpk --arch 75-real k.cu
+  [ ! -e "$stale" ] || fail "the stale directory $stale is still there"
+  for k in "${keep[@]}"; do [ -e "$k" ] || [ -L "$k" ] || fail "$k was removed"; done
+  [ -f "$live/f" ] || fail "the live pid's file was removed"
+  [ -L "$link" ] && [ -f "$link/file" ] || fail "the link named like a stale directory, or its target's file, was removed"
+  [ -f outside/file ] || fail "a file outside TMPDIR was removed through a link"
+  [ -z "$other" ] || [ -f "$other/f" ] || fail "another user's directory was emptied"
+  for e in "$TMPDIR"/* "$TMPDIR"/.[!.]*; do
+    [ -e "$e" ] || [ -L "$e" ] || continue
+    printf '%s\n' "${keep[@]}" | grep -qxF -- "$e" || fail "left in TMPDIR besides the planted entries: $e"
+  done
   ;;
 *) fail "unknown case $case_name" ;;
 esac
