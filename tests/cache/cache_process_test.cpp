@@ -612,13 +612,35 @@ void end_holder(const running& h) {
   finish(h);
 }
 
-// A holder whose record is in the table, then stopped (SIGSTOP) when `stop`; the test fails otherwise.
-running recorded_holder(const std::string& pkg, const std::string& cache, const std::string& log, bool stop, int jit_ms = 120000) {
-  running h = start_holder(pkg, cache, log, jit_ms);
-  if (!eventually([&] { return has_record(cache, h.pid); }, 30000) || (stop && !stop_process(h.pid))) {
+// Some process holds a byte lock of inflight.lock (F_OFD_GETLK over the whole file): what any
+// version of the cache does while it compiles, record or not.
+bool key_lock_held(const std::string& cache) {
+  const int fd = ::open((cache + "/v1/inflight.lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock l{};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+// Waits until the holder holds its key lock and, for a moment, for its record (written right after
+// the lock; a cache without records goes on after 2 s); then stops it (SIGSTOP) when `stop`.
+void settle_holder(const running& h, const std::string& cache, long record_pid, const std::string& record_host, bool stop,
+                   long stop_pid) {
+  const bool locked = eventually([&] { return key_lock_held(cache); }, 30000);
+  if (locked) eventually([&] { return has_record(cache, record_pid, record_host); }, 2000);
+  if (!locked || (stop && !stop_process(stop_pid))) {
     end_holder(h);
-    FAIL("no holder record, or the holder could not be stopped");
+    FAIL("the holder never took its key lock, or could not be stopped");
   }
+}
+
+// A holder compiling, stopped (SIGSTOP) when `stop`.
+running settled_holder(const std::string& pkg, const std::string& cache, const std::string& log, bool stop, int jit_ms = 120000) {
+  running h = start_holder(pkg, cache, log, jit_ms);
+  settle_holder(h, cache, h.pid, {}, stop, h.pid);
   return h;
 }
 
@@ -645,7 +667,7 @@ TEST_CASE("a stopped process holding a key lock does not stall the next start fo
   // record (pid, host, start time) says it is stopped: the waiter compiles after about a second.
   const std::string pkg = keys_package("stopped", 1);
   const std::string dir = fresh_dir("stopped"), log = dir + "/jit.log", cache = dir + "/cache";
-  running holder = recorded_holder(pkg, cache, log, true);
+  running holder = settled_holder(pkg, cache, log, true);
   auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "60000"}}, 45);
   end_holder(holder);
   INFO("stdout:\n" << w.r.out << "\nstderr:\n" << w.r.err);
@@ -673,15 +695,15 @@ TEST_CASE("a holder on another host whose heartbeat stops is waited for only FAT
                             " --package '" + pkg + "' load-all";
   running ns = start({"/usr/bin/unshare", "-u", "-p", "-f", "--mount-proc", "/bin/sh", "-c", inner},
                      cache_env(cache, log, {{"FAKECUDA_JIT_DELAY_MS", "120000"}}));
-  const bool recorded = eventually([&] {
+  const bool locked = eventually([&] {
     siginfo_t info{};
     if (::waitid(P_PID, static_cast<id_t>(ns.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) return true;
-    return has_record(cache, -1, "fp-other-host");
-  }, 30000) && has_record(cache, -1, "fp-other-host");
-  if (!recorded) {
+    return key_lock_held(cache);
+  }, 30000) && key_lock_held(cache);
+  if (!locked) {
     ::kill(ns.pid, SIGKILL);
     auto r = finish(ns);
-    MESSAGE("SKIPPED: unshare -u -p --mount-proc not permitted here, or no record: " << r.err);
+    MESSAGE("SKIPPED: unshare -u -p --mount-proc not permitted here: " << r.err);
     return;
   }
   // The probe, in this namespace: the child of unshare.
@@ -693,10 +715,11 @@ TEST_CASE("a holder on another host whose heartbeat stops is waited for only FAT
     const auto paren = s.rfind(')');
     if (paren != std::string::npos && std::atol(s.c_str() + s.find(' ', paren + 2) + 1) == ns.pid) holder = std::atol(name.c_str());
   }
-  if (holder < 0 || !stop_process(holder)) {
+  if (holder < 0) {
     end_holder(ns);
-    FAIL("the holder in the namespaces could not be found or stopped");
+    FAIL("the holder in the namespaces could not be found");
   }
+  settle_holder(ns, cache, 1, "fp-other-host", true, holder);
   auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "60000"}, {"FATPACK_CACHE_HOLDER_STALL_S", "3"}}, 45);
   ::kill(static_cast<pid_t>(holder), SIGKILL);  // the namespace's init: the namespace goes with it
   end_holder(ns);
@@ -714,7 +737,7 @@ TEST_CASE("a live holder with a ticking heartbeat is waited for: the waiter gets
   // waiting, and the waiter then loads the holder's entry.
   const std::string pkg = keys_package("ticking", 1);
   const std::string dir = fresh_dir("ticking"), log = dir + "/jit.log", cache = dir + "/cache";
-  running holder = recorded_holder(pkg, cache, log, false, 7000);
+  running holder = settled_holder(pkg, cache, log, false, 7000);
   auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "60000"}, {"FATPACK_CACHE_HOLDER_STALL_S", "3"}}, 45);
   auto h = finish(holder);
   INFO("holder stderr:\n" << h.err << "\nwaiter stdout:\n" << w.r.out << "\nwaiter stderr:\n" << w.r.err);
@@ -732,7 +755,7 @@ TEST_CASE("a live holder with a ticking heartbeat is waited for: the waiter gets
 TEST_CASE("garbage or a FIFO or a symlink at inflight.holders: no crash or hang; the waiter waits the lock bound as before") {
   const std::string pkg = keys_package("garbage", 1);
   const std::string dir = fresh_dir("garbage"), log = dir + "/jit.log", cache = dir + "/cache";
-  running holder = recorded_holder(pkg, cache, log, true);
+  running holder = settled_holder(pkg, cache, log, true);
   const std::string table = cache + "/v1/inflight.holders";
   std::mt19937 rng(7);
   for (const std::string how : {"random", "magic", "fifo", "symlink"}) {
