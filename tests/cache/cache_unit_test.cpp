@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -549,6 +550,63 @@ TEST_CASE("holder records: written while a key lock is held; the heartbeat ticks
   auto quick = key_lock::try_acquire(lf, 43);
   REQUIRE(quick);
   CHECK_FALSE(slot_of(table, 43, beat, pid));
+}
+
+TEST_CASE("holder records: a stale record of a dead holder ends a wait after its 3 s grace; a damaged record never does") {
+  const std::string root = fresh("holders-stale");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  const std::string lf = root + "/v1/inflight.lock", table = root + "/v1/inflight.holders";
+  // A holder killed while compiling (it never zeroes its record; the kernel drops its lock), then a
+  // holder whose own record could not be written: the slot names a process that is gone.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    key_lock::outcome co;
+    std::string cw;
+    auto l = key_lock::acquire(lf, 77, 100, nullptr, co, cw);
+    ::_exit(co == key_lock::outcome::acquired ? 0 : 2);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(child, &st, 0) == child);
+  REQUIRE(WEXITSTATUS(st) == 0);
+  std::uint64_t beat = 0;
+  std::uint32_t pid = 0;
+  REQUIRE(slot_of(table, 77, beat, pid));
+  CHECK(pid == static_cast<std::uint32_t>(child));
+  auto blocker = key_lock::try_acquire(lf, 77);  // writes no record
+  REQUIRE(blocker);
+  key_lock::outcome o;
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto none = key_lock::acquire(lf, 77, 30000, nullptr, o, why, 10);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(o == key_lock::outcome::timed_out);
+  CHECK(why.find("pid " + std::to_string(child) + " on ") == 0);
+  CHECK(why.find(" is gone") != std::string::npos);
+  CHECK(s >= 3.0);   // the grace: a pid that means nothing here may be a live holder elsewhere
+  CHECK(s < 25.0);   // well before the bound (loose: a loaded machine)
+  blocker.reset();
+
+  // Every bit flip of a live record is no information: never a reason to stop, never a crash.
+  auto held = key_lock::acquire(lf, 88, 100, nullptr, o, why);
+  REQUIRE(o == key_lock::outcome::acquired);
+  const int fd = ::open(table.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const off_t at = static_cast<off_t>((88 % holder_slots) * holder_record_size);
+  std::uint8_t good[holder_record_size];
+  REQUIRE(::pread(fd, good, sizeof good, at) == static_cast<ssize_t>(sizeof good));
+  holder_watch w(lf, 88, 2);
+  const auto now = std::chrono::steady_clock::now();
+  int stops = 0;
+  for (std::size_t bit = 0; bit < 8 * holder_record_size; ++bit) {
+    std::uint8_t bad[holder_record_size];
+    std::memcpy(bad, good, sizeof bad);
+    bad[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    REQUIRE(::pwrite(fd, bad, sizeof bad, at) == static_cast<ssize_t>(sizeof bad));
+    stops += !w.check(now + std::chrono::seconds(bit)).empty();  // even with its clock far on
+  }
+  CHECK(stops == 0);
+  ::close(fd);
 }
 
 TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp files cleaned") {
