@@ -6,6 +6,8 @@
 #include "fatpack/admin/cache_admin.hpp"
 
 #include <chrono>
+#include <filesystem>
+#include <functional>
 #include <sys/statvfs.h>
 #include <random>
 #include <thread>
@@ -557,4 +559,233 @@ TEST_CASE("a FIFO planted at an entry path (user cache or prebuilt layer) never 
   auto v = finish_within(kid, 30, hung);
   CHECK_FALSE(hung);
   CHECK(v.status == 0);
+}
+
+// Key-lock holder records (docs/cache.md §4): v1/inflight.holders, 64-byte slots starting "FPKH",
+// u32 pid at +12, the host name's first 16 bytes at +40.
+namespace {
+
+// The pid (in the holder's PID namespace) and host of every record in the table.
+std::vector<std::pair<long, std::string>> holder_records(const std::string& cache) {
+  const std::string t = read_text(cache + "/v1/inflight.holders");
+  std::vector<std::pair<long, std::string>> v;
+  for (std::size_t at = 0; at + 64 <= t.size(); at += 64) {
+    if (t.compare(at, 4, "FPKH") != 0) continue;
+    long pid = 0;
+    for (int i = 3; i >= 0; --i) pid = pid * 256 + static_cast<unsigned char>(t[at + 12 + i]);
+    v.emplace_back(pid, std::string(t.c_str() + at + 40, strnlen(t.c_str() + at + 40, 16)));
+  }
+  return v;
+}
+
+bool has_record(const std::string& cache, long pid, const std::string& host = {}) {
+  for (const auto& r : holder_records(cache))
+    if ((pid < 0 || r.first == pid) && (host.empty() || r.second == host)) return true;
+  return false;
+}
+
+bool eventually(const std::function<bool()>& cond, int limit_ms) {
+  for (int waited = 0; waited < limit_ms; waited += 10) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+// The state letter of /proc/<pid>/stat (0 if unreadable).
+char proc_state(long pid) {
+  const std::string s = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = s.rfind(')');
+  return paren == std::string::npos || paren + 2 >= s.size() ? 0 : s[paren + 2];
+}
+
+// SIGSTOP, and wait until the kernel shows it stopped (kill() returns before that).
+bool stop_process(long pid) { return ::kill(static_cast<pid_t>(pid), SIGSTOP) == 0 && eventually([&] { return proc_state(pid) == 'T'; }, 5000); }
+
+// A holder compiling the one key of `pkg` for a long time (the fake JIT sleeps 120 s).
+running start_holder(const std::string& pkg, const std::string& cache, const std::string& log, int jit_ms = 120000) {
+  return start({PROBE_PATH, "--package", pkg, "load-all"}, cache_env(cache, log, {{"FAKECUDA_JIT_DELAY_MS", std::to_string(jit_ms)}}));
+}
+
+void end_holder(const running& h) {
+  ::kill(h.pid, SIGKILL);  // also when stopped
+  finish(h);
+}
+
+// Some process holds a byte lock of inflight.lock (F_OFD_GETLK over the whole file): what any
+// version of the cache does while it compiles, record or not.
+bool key_lock_held(const std::string& cache) {
+  const int fd = ::open((cache + "/v1/inflight.lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock l{};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+// Waits until the holder holds its key lock and, for a moment, for its record (written right after
+// the lock; a cache without records goes on after 2 s); then stops it (SIGSTOP) when `stop`.
+void settle_holder(const running& h, const std::string& cache, long record_pid, const std::string& record_host, bool stop,
+                   long stop_pid) {
+  const bool locked = eventually([&] { return key_lock_held(cache); }, 30000);
+  if (locked) eventually([&] { return has_record(cache, record_pid, record_host); }, 2000);
+  if (!locked || (stop && !stop_process(stop_pid))) {
+    end_holder(h);
+    FAIL("the holder never took its key lock, or could not be stopped");
+  }
+}
+
+// A holder compiling, stopped (SIGSTOP) when `stop`.
+running settled_holder(const std::string& pkg, const std::string& cache, const std::string& log, bool stop, int jit_ms = 120000) {
+  running h = start_holder(pkg, cache, log, jit_ms);
+  settle_holder(h, cache, h.pid, {}, stop, h.pid);
+  return h;
+}
+
+struct timed_result {
+  child_result r;
+  double s = 0;
+  bool hung = false;
+};
+
+timed_result run_waiter(const std::string& pkg, const std::string& cache, const std::string& log, env_map extra, int limit_s) {
+  timed_result t;
+  const auto t0 = std::chrono::steady_clock::now();
+  t.r = finish_within(start({PROBE_PATH, "--package", pkg, "load-all", "cache-wait", "cache-stats"}, cache_env(cache, log, std::move(extra))),
+                      limit_s, t.hung);
+  t.s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a stopped process holding a key lock does not stall the next start for the whole lock wait") {
+  // Before: OFD locks name no owner, so a waiter could not tell a SIGSTOPped holder from a slow one
+  // and waited the full FATPACK_CACHE_LOCK_WAIT_MS (here 60 s, by default 120 s). Now the holder's
+  // record (pid, host, start time) says it is stopped: the waiter compiles after about a second.
+  const std::string pkg = keys_package("stopped", 1);
+  const std::string dir = fresh_dir("stopped"), log = dir + "/jit.log", cache = dir + "/cache";
+  running holder = settled_holder(pkg, cache, log, true);
+  auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "60000"}}, 45);
+  end_holder(holder);
+  INFO("stdout:\n" << w.r.out << "\nstderr:\n" << w.r.err);
+  MESSAGE("waiter behind a stopped holder: " << w.s << " s (lock wait 60 s)");
+  CHECK_FALSE(w.hung);  // well under the 60 s bound
+  CHECK(w.r.status == 0);
+  CHECK(field(w.r.out, "load-all", "ok") == 1);
+  CHECK(field(w.r.out, "load-all", "jit") == 1);
+  CHECK(w.r.err_has("pid " + std::to_string(holder.pid) + " on "));  // the warning names the holder
+  CHECK(w.r.err_has(" is stopped; compiling it here"));
+  CHECK(field(w.r.out, "cache", "stores") == 1);
+}
+
+TEST_CASE("a holder on another host whose heartbeat stops is waited for only FATPACK_CACHE_HOLDER_STALL_S") {
+  // Another host, for real: the holder runs in its own UTS and PID namespaces (host name
+  // fp-other-host, pid 1 there), so the waiter cannot ask /proc about it; only the heartbeat tells.
+  // Before: the waiter waited the full lock wait (60 s here).
+  if (::access("/usr/bin/unshare", X_OK) != 0) {
+    MESSAGE("SKIPPED: no /usr/bin/unshare (util-linux)");
+    return;
+  }
+  const std::string pkg = keys_package("otherhost", 1);
+  const std::string dir = fresh_dir("otherhost"), log = dir + "/jit.log", cache = dir + "/cache";
+  const std::string inner = "echo fp-other-host > /proc/sys/kernel/hostname || exit 77; exec " + std::string(PROBE_PATH) +
+                            " --package '" + pkg + "' load-all";
+  running ns = start({"/usr/bin/unshare", "-u", "-p", "-f", "--mount-proc", "/bin/sh", "-c", inner},
+                     cache_env(cache, log, {{"FAKECUDA_JIT_DELAY_MS", "120000"}}));
+  const bool locked = eventually([&] {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(ns.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) return true;
+    return key_lock_held(cache);
+  }, 30000) && key_lock_held(cache);
+  if (!locked) {
+    ::kill(ns.pid, SIGKILL);
+    auto r = finish(ns);
+    MESSAGE("SKIPPED: unshare -u -p --mount-proc not permitted here: " << r.err);
+    return;
+  }
+  // The probe, in this namespace: the child of unshare.
+  long holder = -1;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string s = read_text("/proc/" + name + "/stat");
+    const auto paren = s.rfind(')');
+    if (paren != std::string::npos && std::atol(s.c_str() + s.find(' ', paren + 2) + 1) == ns.pid) holder = std::atol(name.c_str());
+  }
+  if (holder < 0) {
+    end_holder(ns);
+    FAIL("the holder in the namespaces could not be found");
+  }
+  settle_holder(ns, cache, 1, "fp-other-host", true, holder);
+  auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "60000"}, {"FATPACK_CACHE_HOLDER_STALL_S", "3"}}, 45);
+  ::kill(static_cast<pid_t>(holder), SIGKILL);  // the namespace's init: the namespace goes with it
+  end_holder(ns);
+  INFO("stdout:\n" << w.r.out << "\nstderr:\n" << w.r.err);
+  MESSAGE("waiter behind a frozen holder on another host: " << w.s << " s (stall bound 3 s, lock wait 60 s)");
+  CHECK_FALSE(w.hung);
+  CHECK(w.s >= 3.0);  // it did wait for the heartbeat to stand still (1 s to the first look, + 3 s)
+  CHECK(w.r.status == 0);
+  CHECK(field(w.r.out, "load-all", "jit") == 1);
+  CHECK(w.r.err_has("pid 1 on fp-other-host has not updated its heartbeat for "));
+}
+
+TEST_CASE("a live holder with a ticking heartbeat is waited for: the waiter gets its entry and compiles nothing") {
+  // The holder compiles for 7 s, longer than the stall bound (3 s): its heartbeat keeps the waiter
+  // waiting, and the waiter then loads the holder's entry.
+  const std::string pkg = keys_package("ticking", 1);
+  const std::string dir = fresh_dir("ticking"), log = dir + "/jit.log", cache = dir + "/cache";
+  running holder = settled_holder(pkg, cache, log, false, 7000);
+  auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "60000"}, {"FATPACK_CACHE_HOLDER_STALL_S", "3"}}, 45);
+  auto h = finish(holder);
+  INFO("holder stderr:\n" << h.err << "\nwaiter stdout:\n" << w.r.out << "\nwaiter stderr:\n" << w.r.err);
+  MESSAGE("waiter behind a live holder (7 s JIT): " << w.s << " s");
+  CHECK(h.status == 0);
+  CHECK_FALSE(w.hung);
+  CHECK(w.r.status == 0);
+  CHECK(field(w.r.out, "load-all", "cache") == 1);
+  CHECK(field(w.r.out, "load-all", "jit") == 0);
+  CHECK(count_lines(log) == 1);
+  CHECK_FALSE(w.r.err_has("not waiting"));
+  CHECK(holder_records(cache).empty());  // the holder zeroed its record before it unlocked
+}
+
+TEST_CASE("garbage or a FIFO or a symlink at inflight.holders: no crash or hang; the waiter waits the lock bound as before") {
+  const std::string pkg = keys_package("garbage", 1);
+  const std::string dir = fresh_dir("garbage"), log = dir + "/jit.log", cache = dir + "/cache";
+  running holder = settled_holder(pkg, cache, log, true);
+  const std::string table = cache + "/v1/inflight.holders";
+  std::mt19937 rng(7);
+  for (const std::string how : {"random", "magic", "fifo", "symlink"}) {
+    CAPTURE(how);
+    ::unlink(table.c_str());
+    if (how == "fifo") {
+      REQUIRE(::mkfifo(table.c_str(), 0600) == 0);
+    } else if (how == "symlink") {
+      REQUIRE(::symlink(log.c_str(), table.c_str()) == 0);
+    } else {
+      // Random bytes; or every slot a record's magic and version followed by garbage.
+      std::string bytes(16384, '\0');
+      for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(rng());
+      if (how == "magic")
+        for (std::size_t at = 0; at < bytes.size(); at += 64) bytes.replace(at, 5, std::string("FPKH\1", 5));
+      std::FILE* f = std::fopen(table.c_str(), "wb");
+      REQUIRE(f);
+      REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+      std::fclose(f);
+    }
+    auto w = run_waiter(pkg, cache, log, {{"FATPACK_CACHE_LOCK_WAIT_MS", "2500"}, {"FATPACK_CACHE_HOLDER_STALL_S", "2"}}, 45);
+    INFO("stdout:\n" << w.r.out << "\nstderr:\n" << w.r.err);
+    MESSAGE("waiter with a " << how << " holder table: " << w.s << " s (lock wait 2.5 s)");
+    CHECK_FALSE(w.hung);
+    CHECK(w.r.status == 0);
+    CHECK(field(w.r.out, "load-all", "jit") == 1);
+    CHECK(w.s >= 2.5);  // no information: the full bound, as before
+    CHECK(w.r.err_has("for more than 2500 ms"));
+    CHECK_FALSE(w.r.err_has("not waiting"));
+    std::system(("rm -rf '" + cache + "/v1/objects'").c_str());  // the next round compiles again
+  }
+  end_holder(holder);
 }

@@ -8,6 +8,7 @@
 #include "cache/entry.hpp"
 #include "cache/eviction.hpp"
 #include "cache/fs.hpp"
+#include "cache/holders.hpp"
 #include "cache/key.hpp"
 #include "cache/locks.hpp"
 #include "cache/stats.hpp"
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -229,6 +231,25 @@ TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G wa
   CHECK(c.max_bytes == default_max_bytes);
   REQUIRE(c.warnings.size() == 1);
   CHECK(c.warnings[0].find("not a size") != std::string::npos);
+}
+
+TEST_CASE("FATPACK_CACHE_HOLDER_STALL_S: 2-3600 s; garbage or out of range is one warning and the default") {
+  for (const char* bad : {"0", "1", "3601", "-5", "10s", "lots", " 7", "99999999999"}) {
+    CAPTURE(bad);
+    setenv("FATPACK_CACHE_HOLDER_STALL_S", bad, 1);
+    const config c = config_from_env();
+    CHECK(c.holder_stall_s == default_holder_stall_s);
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find("FATPACK_CACHE_HOLDER_STALL_S") != std::string::npos);
+  }
+  for (int good : {2, 30, 3600}) {
+    setenv("FATPACK_CACHE_HOLDER_STALL_S", std::to_string(good).c_str(), 1);
+    const config c = config_from_env();
+    CHECK(c.holder_stall_s == good);
+    CHECK(c.warnings.empty());
+  }
+  unsetenv("FATPACK_CACHE_HOLDER_STALL_S");
+  CHECK(config_from_env().holder_stall_s == default_holder_stall_s);
 }
 
 TEST_CASE("entries: round trip; every header bit flip, truncation and payload damage is refused") {
@@ -458,6 +479,134 @@ TEST_CASE("locks: the per-key lock excludes threads of one process; waits are bo
   CHECK_FALSE(other);
   dl->unlock();
   CHECK(dir_lock::get(root + "/v1/index.lock", why) == dl);  // one object per file per process
+}
+
+namespace {
+
+// The heartbeat and pid of the record of lock offset `off` in a holders table ("FPKH" slots of 64
+// bytes; docs/cache.md §4); false when the slot holds no record of that offset.
+bool slot_of(const std::string& table, std::uint64_t off, std::uint64_t& beat, std::uint32_t& pid) {
+  std::ifstream in(table, std::ios::binary);
+  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = (off % holder_slots) * holder_record_size;
+  if (t.size() < at + holder_record_size || t.compare(at, 4, "FPKH") != 0) return false;
+  auto le = [&](std::size_t p, int n) {
+    std::uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = v * 256 + static_cast<unsigned char>(t[at + p + i]);
+    return v;
+  };
+  if (le(8, 4) != off) return false;
+  pid = static_cast<std::uint32_t>(le(12, 4));
+  beat = le(24, 8);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("holder records: written while a key lock is held; the heartbeat ticks (also in a forked child); zeroed at release") {
+  const std::string root = fresh("holders");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  const std::string lf = root + "/v1/inflight.lock", table = root + "/v1/inflight.holders";
+  CHECK(holders_path(lf) == table);
+  key_lock::outcome o;
+  std::string why;
+  auto held = key_lock::acquire(lf, 42, 100, nullptr, o, why);
+  REQUIRE(o == key_lock::outcome::acquired);
+  std::uint64_t beat = 0;
+  std::uint32_t pid = 0;
+  REQUIRE(slot_of(table, 42, beat, pid));
+  CHECK(pid == static_cast<std::uint32_t>(::getpid()));
+  CHECK(beat == 0);
+  // A forked child's own ticker (the parent's ticker thread, running now, is not in the child); it
+  // runs while the parent waits below.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    key_lock::outcome co;
+    std::string cw;
+    auto mine = key_lock::acquire(lf, 4242, 100, nullptr, co, cw);
+    if (co != key_lock::outcome::acquired) ::_exit(2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    std::uint64_t b = 0;
+    std::uint32_t p = 0;
+    if (!slot_of(table, 4242, b, p) || p != static_cast<std::uint32_t>(::getpid())) ::_exit(3);
+    ::_exit(b >= 1 ? 0 : 4);
+  }
+  // A waiter (its own description: it waits as another process would) behind this live process:
+  // the heartbeat moves, so it waits the whole bound, longer than its stall bound, and says nothing
+  // about the holder.
+  auto waited = key_lock::acquire(lf, 42, 6000, nullptr, o, why, 3);
+  CHECK(o == key_lock::outcome::timed_out);
+  CHECK(why.empty());
+  REQUIRE(slot_of(table, 42, beat, pid));
+  CHECK(beat >= 3);
+  int st = 0;
+  REQUIRE(::waitpid(child, &st, 0) == child);
+  CHECK(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  held.reset();
+  CHECK_FALSE(slot_of(table, 42, beat, pid));  // zeroed before the unlock
+  // Locks taken without waiting (eviction, quarantine) write no record.
+  auto quick = key_lock::try_acquire(lf, 43);
+  REQUIRE(quick);
+  CHECK_FALSE(slot_of(table, 43, beat, pid));
+}
+
+TEST_CASE("holder records: a stale record of a dead holder ends a wait after its 3 s grace; a damaged record never does") {
+  const std::string root = fresh("holders-stale");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  const std::string lf = root + "/v1/inflight.lock", table = root + "/v1/inflight.holders";
+  // A holder killed while compiling (it never zeroes its record; the kernel drops its lock), then a
+  // holder whose own record could not be written: the slot names a process that is gone.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    key_lock::outcome co;
+    std::string cw;
+    auto l = key_lock::acquire(lf, 77, 100, nullptr, co, cw);
+    ::_exit(co == key_lock::outcome::acquired ? 0 : 2);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(child, &st, 0) == child);
+  REQUIRE(WEXITSTATUS(st) == 0);
+  std::uint64_t beat = 0;
+  std::uint32_t pid = 0;
+  REQUIRE(slot_of(table, 77, beat, pid));
+  CHECK(pid == static_cast<std::uint32_t>(child));
+  auto blocker = key_lock::try_acquire(lf, 77);  // writes no record
+  REQUIRE(blocker);
+  key_lock::outcome o;
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto none = key_lock::acquire(lf, 77, 30000, nullptr, o, why, 10);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(o == key_lock::outcome::timed_out);
+  CHECK(why.find("pid " + std::to_string(child) + " on ") == 0);
+  CHECK(why.find(" is gone") != std::string::npos);
+  CHECK(s >= 3.0);   // the grace: a pid that means nothing here may be a live holder elsewhere
+  CHECK(s < 25.0);   // well before the bound (loose: a loaded machine)
+  blocker.reset();
+
+  // Every bit flip of a live record is no information: never a reason to stop, never a crash.
+  auto held = key_lock::acquire(lf, 88, 100, nullptr, o, why);
+  REQUIRE(o == key_lock::outcome::acquired);
+  const int fd = ::open(table.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const off_t at = static_cast<off_t>((88 % holder_slots) * holder_record_size);
+  std::uint8_t good[holder_record_size];
+  REQUIRE(::pread(fd, good, sizeof good, at) == static_cast<ssize_t>(sizeof good));
+  holder_watch w(lf, 88, 2);
+  const auto now = std::chrono::steady_clock::now();
+  int stops = 0;
+  for (std::size_t bit = 0; bit < 8 * holder_record_size; ++bit) {
+    std::uint8_t bad[holder_record_size];
+    std::memcpy(bad, good, sizeof bad);
+    bad[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    REQUIRE(::pwrite(fd, bad, sizeof bad, at) == static_cast<ssize_t>(sizeof bad));
+    stops += !w.check(now + std::chrono::seconds(bit)).empty();  // even with its clock far on
+  }
+  CHECK(stops == 0);
+  ::close(fd);
 }
 
 TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp files cleaned") {

@@ -91,6 +91,18 @@ config config_from_env() {
   }
   c.use_other_driver = env_flag("FATPACK_CACHE_OTHER_DRIVER", c.use_other_driver);
   if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) c.lock_wait_ms = std::atoi(w);
+  if (const char* h = os::getenv("FATPACK_CACHE_HOLDER_STALL_S"); h && *h) {
+    const std::string text = h;
+    const bool digits = text.size() <= 4 && text.find_first_not_of("0123456789") == std::string::npos;
+    const int v = digits ? std::atoi(h) : 0;
+    if (v >= min_holder_stall_s && v <= max_holder_stall_s) {
+      c.holder_stall_s = v;
+    } else {
+      c.warnings.push_back("FATPACK_CACHE_HOLDER_STALL_S=" + text + " is not a number of seconds from " +
+                           std::to_string(min_holder_stall_s) + " to " + std::to_string(max_holder_stall_s) +
+                           "; using " + std::to_string(default_holder_stall_s));
+    }
+  }
   return c;
 }
 

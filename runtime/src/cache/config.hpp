@@ -10,8 +10,12 @@
 //                                   re-JIT for this driver in the background)
 //   FATPACK_CACHE_LOCK_WAIT_MS=n    how long a process waits for another one's compile of the same
 //                                   key before compiling itself (default 120000)
+//   FATPACK_CACHE_HOLDER_STALL_S=n  how long a waiter lets the holder's heartbeat stand still before
+//                                   it compiles itself (2-3600, default 10; holders.hpp)
 //   FATPACK_DRIVER_VERSION_FILE     test seam: read instead of /proc/driver/nvidia/version
 #pragma once
+
+#include "cache/holders.hpp"
 
 #include <cstdint>
 #include <string>
@@ -29,6 +33,7 @@ struct config {
   std::vector<std::string> prebuilt;   // in search order
   bool use_other_driver = true;
   int lock_wait_ms = 120000;
+  int holder_stall_s = default_holder_stall_s;
   std::vector<std::string> warnings;   // unparsable values (reported once by the cache)
 };
 

@@ -160,13 +160,18 @@ std::unique_ptr<compile_guard> disk_cache::begin_compile(const jit_key& key) noe
     key_lock::outcome result;
     std::string why;
     auto l = key_lock::acquire(u->inflight_lock_path(), cache_dir::lock_hash(k), cfg_.lock_wait_ms,
-                               [&] { return u->entry_exists(k); }, result, why);
+                               [&] { return u->entry_exists(k); }, result, why, cfg_.holder_stall_s);
     switch (result) {
       case key_lock::outcome::acquired: return std::make_unique<key_guard>(std::move(l));
       case key_lock::outcome::acquired_after_wait: stats().lock_waits++; return std::make_unique<key_guard>(std::move(l));
       case key_lock::outcome::ready: stats().lock_waits++; return nullptr;
       case key_lock::outcome::timed_out:
         stats().lock_timeouts++;
+        if (!why.empty()) {  // the holder's record: it is stopped, gone or makes no progress
+          warn_once("lock holder", "JIT cache: not waiting for the process compiling the same kernel: " + why +
+                                       "; compiling it here");
+          return nullptr;
+        }
         warn_once("lock timeout", "JIT cache: another process has been compiling the same kernel for more than " +
                                       std::to_string(cfg_.lock_wait_ms) + " ms; compiling it here too");
         return nullptr;

@@ -108,7 +108,8 @@ std::shared_ptr<dir_lock> dir_lock::open_unshared(const std::string& path, std::
 }
 
 std::unique_ptr<key_lock> key_lock::acquire(const std::string& lock_file, std::uint64_t key_hash, int wait_ms,
-                                            const std::function<bool()>& ready, outcome& result, std::string& why) {
+                                            const std::function<bool()>& ready, outcome& result, std::string& why,
+                                            int stall_s) {
   fs& f = current_fs();
   int fd = -1;
   if (int e = f.open(lock_file, open_mode::read_write, fd)) {
@@ -120,11 +121,17 @@ std::unique_ptr<key_lock> key_lock::acquire(const std::string& lock_file, std::u
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   int sleep_ms = 1;
   bool waited = false;
+  // The holder's record is read about once a second, from the first second on: a short wait (most
+  // of them: a JIT takes milliseconds) reads nothing.
+  std::unique_ptr<holder_watch> watch;
+  auto next_look = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (true) {
     int e = f.try_byte_lock(fd, off);
     if (e == 0) {
       result = waited ? outcome::acquired_after_wait : outcome::acquired;
-      return std::unique_ptr<key_lock>(new key_lock(fd, off));
+      std::unique_ptr<key_lock> l(new key_lock(fd, off));
+      l->record_ = holder_record::publish(lock_file, off);  // best effort: without it, waiters wait the bound
+      return l;
     }
     if (e != EAGAIN && e != EWOULDBLOCK) {
       f.close(fd);
@@ -137,7 +144,18 @@ std::unique_ptr<key_lock> key_lock::acquire(const std::string& lock_file, std::u
       result = outcome::ready;
       return nullptr;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_look && now < deadline) {
+      next_look = now + std::chrono::seconds(1);
+      if (!watch) watch = std::make_unique<holder_watch>(lock_file, off, stall_s);
+      if (std::string stop = watch->check(now); !stop.empty()) {
+        f.close(fd);
+        result = outcome::timed_out;
+        why = std::move(stop);
+        return nullptr;
+      }
+    }
+    if (now >= deadline) {
       f.close(fd);
       result = outcome::timed_out;
       return nullptr;
@@ -161,6 +179,7 @@ std::unique_ptr<key_lock> key_lock::try_acquire(const std::string& lock_file, st
 }
 
 key_lock::~key_lock() {
+  record_.reset();  // before the unlock: the next holder writes its own
   fs& f = current_fs();
   f.byte_unlock(fd_, off_);
   f.close(fd_);

@@ -13,8 +13,13 @@
 //    threads exclude each other as processes do, and closing it releases only that lock. The wait
 //    is bounded (then the caller compiles anyway: entries are immutable and content-addressed, so
 //    single flight saves work but is not needed for correctness) and polls `ready` so that waiters
-//    go on as soon as the entry appears.
+//    go on as soon as the entry appears. OFD locks report no owner, so acquire() also publishes a
+//    holder record (holders.hpp: pid, host, start time, a heartbeat) for as long as it holds the
+//    lock, and a waiter reads the holder's record about once a second to stop waiting early for one
+//    that is stopped, gone or no longer making progress. The record is advisory; the lock is the truth.
 #pragma once
+
+#include "cache/holders.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -65,9 +70,13 @@ class key_lock {
   // acquired_after_wait: another holder had it first (its compile is probably published now).
   enum class outcome { acquired, acquired_after_wait, ready, timed_out, failed };
   // Waits at most wait_ms for the byte lock of `key_hash` on `lock_file`, calling `ready` between
-  // attempts (true: the entry appeared, stop waiting). `why` explains `failed`.
+  // attempts (true: the entry appeared, stop waiting). `why` explains `failed`. `timed_out` with a
+  // non-empty `why` is an early stop: the holder's record says it is stopped, gone, or its heartbeat
+  // stood still for `stall_s` seconds ("pid 1234 on host-a is stopped"; holders.hpp); with an
+  // empty `why`, wait_ms passed.
   static std::unique_ptr<key_lock> acquire(const std::string& lock_file, std::uint64_t key_hash, int wait_ms,
-                                           const std::function<bool()>& ready, outcome& result, std::string& why);
+                                           const std::function<bool()>& ready, outcome& result, std::string& why,
+                                           int stall_s = default_holder_stall_s);
   // Without waiting (eviction, quarantine): nullptr when busy or on error.
   static std::unique_ptr<key_lock> try_acquire(const std::string& lock_file, std::uint64_t key_hash);
   ~key_lock();
@@ -78,6 +87,7 @@ class key_lock {
   key_lock(int fd, std::uint64_t off) : fd_(fd), off_(off) {}
   int fd_;
   std::uint64_t off_;
+  std::unique_ptr<holder_record> record_;  // acquire() only; removed before the unlock
 };
 
 }  // namespace fatpack::detail::cache

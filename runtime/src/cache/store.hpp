@@ -8,6 +8,7 @@
 //   v1/index.v1                 the mapped advisory index (index.hpp)
 //   v1/index.lock, evict.lock   dedicated lock files (locks.hpp)
 //   v1/inflight.lock            per-key single-flight byte locks
+//   v1/inflight.holders         who holds them (holders.hpp; advisory)
 //
 // A hit opens one file (its name comes from the key): no scan, no other entry is touched. Only an
 // other-driver lookup consults the index (or, without one, lists the one fan-out directory).
