@@ -3,8 +3,10 @@
 // EROFS, EDQUOT, EINTR, a short write / short read) x (once, persistent). In each case a forked
 // child runs what the JIT service does for a few loads (look up, lock, look up, compile, store) and
 // must: never get bytes of another key, never throw, crash or hang (so the load goes on with the
-// JIT, or from memory), and say at most one warning, which names the error. Afterwards a process
-// with the real file system must find the cache working (store and find every key: no repair).
+// JIT, or from memory), and say exactly one warning, with "JIT cache" in it (it names the call, the
+// path and the errno), unless the case is on the allow-list below of faults that are silent by
+// design (then it says nothing). Afterwards a process with the real file system must find the cache
+// working (store and find every key: no repair).
 //
 // Two starting states: no cache directory yet (creation), and a used cache (entries, one from
 // another driver, a stale temp file, a garbage index to rebuild, a size bound that evicts, the
@@ -14,8 +16,15 @@
 
 #include "fatpack/fatpack.hpp"
 
+#include <cstring>
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <tuple>
 #include <sys/stat.h>
 #include <utime.h>
 
@@ -43,6 +52,85 @@ struct at_site final : fault::fault_fs::policy {
     return fault::action::fail;
   }
 };
+
+// The function a call site is in, from the executable's symbol table: the cache's functions have
+// hidden visibility, so dladdr (fault::site_name) cannot name them. "cache_dir::scan",
+// "make_dirs", "key_lock::~key_lock" ("?" when the executable has no symbol table).
+std::string function_of(std::uintptr_t ra) {
+  static const auto syms = [] {
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> v;
+    std::ifstream in("/proc/self/exe", std::ios::binary);
+    const std::string img((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (img.size() < sizeof(Elf64_Ehdr)) return v;
+    const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(img.data());
+    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shoff + std::uint64_t(eh->e_shnum) * sizeof(Elf64_Shdr) > img.size())
+      return v;
+    const auto* sh = reinterpret_cast<const Elf64_Shdr*>(img.data() + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; ++i) {
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+      const Elf64_Shdr& strs = sh[sh[i].sh_link];
+      const auto* sym = reinterpret_cast<const Elf64_Sym*>(img.data() + sh[i].sh_offset);
+      for (std::size_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); ++j)
+        if (ELF64_ST_TYPE(sym[j].st_info) == STT_FUNC && sym[j].st_size && sym[j].st_name < strs.sh_size)
+          v.emplace_back(sym[j].st_value, sym[j].st_size, std::string(img.c_str() + strs.sh_offset + sym[j].st_name));
+    }
+    return v;
+  }();
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(ra), &info)) return "?";
+  const std::uint64_t off = ra - 1 - reinterpret_cast<std::uintptr_t>(info.dli_fbase);  // inside the call
+  for (const auto& [at, size, mangled] : syms) {
+    if (off < at || off >= at + size) continue;
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+    std::string n = d ? d : mangled;
+    std::free(d);
+    for (const std::string cut : {"fatpack::detail::cache::", "(anonymous namespace)::"})
+      for (auto p = n.find(cut); p != std::string::npos; p = n.find(cut)) n.erase(p, cut.size());
+    return n.substr(0, n.find('('));
+  }
+  return "?";
+}
+
+// Faults that are silent by design: (function of the call site, call, once or both). Every other
+// case must warn exactly once; these must not warn. Keyed by the function too, not by the call alone:
+// one call (stat) is a harmless shortcut at some sites and, failing, skips work at others (scan:
+// an entry left out of the index). Every injected errno is covered by a rule: none of them is an
+// error of a normal race (ENOENT/ESTALE, EAGAIN/EWOULDBLOCK, EEXIST: race_errno in store.cpp, silent
+// everywhere), and EINTR is not retried by the callers because the POSIX seam retries it itself
+// (fs_posix.cpp): an EINTR that reaches the cache is an error like EIO.
+struct quiet_rule {
+  const char* function;
+  fault::op what;
+  bool once_only;  // only the `once` faults (the persistent ones warn)
+  const char* why;
+};
+const quiet_rule quiet_rules[] = {
+    {"key_lock::~key_lock", fault::op::byte_unlock, false,
+     "releasing a key lock: the descriptor is closed right after, which releases the lock anyway"},
+    {"ofd_dir_lock::unlock", fault::op::byte_unlock, false,
+     "releasing index.lock/evict.lock: F_UNLCK of one byte fails only on a bad descriptor; a lock left would "
+     "only make other processes skip an advisory index update or an eviction pass, never this one"},
+    {"cache_dir::write", fault::op::try_flock, false,
+     "the temp file's 'writer alive' flock: a cleaner never removes a temp file younger than a minute, and the "
+     "writer renames or removes it within milliseconds"},
+    {"make_dirs", fault::op::stat, false,
+     "a shortcut before mkdir: mkdir then creates the directory or answers EEXIST, and the directory is "
+     "checked (stat) again by the ownership rules"},
+    {"prepare_user_dir", fault::op::stat, false,
+     "\"does v1/ exist?\": on an error make_dirs creates it or finds it, and check_private stats it again "
+     "(an error there warns: memory-only)"},
+    {"cache_dir::index_insert", fault::op::stat, true,
+     "\"was the index replaced?\" before an insert: on an error the index is mapped again and the check retried "
+     "(a persistent fault warns: the entry is not indexed)"},
+};
+
+const quiet_rule* quiet_rule_for(const std::string& function, fault::op what, bool persistent) {
+  for (const auto& r : quiet_rules)
+    if (function == r.function && what == r.what && !(persistent && r.once_only)) return &r;
+  return nullptr;
+}
 
 const char* err_name(int e) {
   switch (e) {
@@ -184,9 +272,9 @@ TEST_CASE("I/O errors at every call site x errno x (once, persistent): loads go 
     };
     states.push_back(s);
   }
-  long cases = 0, failures = 0, silent = 0, wrong = 0, sites_total = 0, repeated = 0;
+  long cases = 0, failures = 0, warned = 0, quiet = 0, wrong = 0, sites_total = 0;
   std::map<int, long> per_errno;
-  std::map<std::string, long> silent_by;  // "op errno once|persistent" -> cases without a warning
+  std::map<const quiet_rule*, long> quiet_by;  // rule -> silent cases
   for (const auto& st : states) {
     const std::string tmpl = work_dir() + "/io-" + st.name + "-template", root = work_dir() + "/io-" + st.name;
     remove_tree(tmpl);
@@ -201,6 +289,7 @@ TEST_CASE("I/O errors at every call site x errno x (once, persistent): loads go 
       if (fault::can_fail(g_block->sites[i].what)) sites.push_back(g_block->sites[i]);
     sites_total += static_cast<long>(sites.size());
     for (const auto& site : sites) {
+      const std::string function = function_of(site.ra);
       for (int err : {ENOSPC, EIO, EACCES, EROFS, EDQUOT, EINTR, kshort}) {
         if (err == kshort && site.what != fault::op::pwrite && site.what != fault::op::pread) continue;
         for (bool persistent : {false, true}) {
@@ -216,24 +305,20 @@ TEST_CASE("I/O errors at every call site x errno x (once, persistent): loads go 
           const bool injected = g_block->acted.load() > 0;
           const int after = o.rc == 0 ? still_works(root, st) : o.rc;
           if (o.rc == exit_wrong) ++wrong;
-          if (o.warnings == 0) {
-            ++silent;
-            ++silent_by[std::string(fault::op_name(site.what)) + " " + std::string(err_name(err)) + (persistent ? " persistent" : " once")];
-          }
-          // A warning names what failed: the errno's text, or what the cache does about it.
-          const bool clear = o.warnings == 0 || o.warning.find("JIT cache") != std::string::npos;
-          // KNOWN ISSUE (store.cpp, not this suite's to fix): an invalid entry is warned about on every
-          // read ("ignoring ..."), not once per process; a persistent short read makes a valid
-          // entry look truncated on every read. Counted and reported, not failed.
-          const bool per_entry = o.warnings > 1 && o.warning.find("): ignoring ") != std::string::npos;
-          if (per_entry) ++repeated;
-          if (o.rc != 0 || after != 0 || (o.warnings > 1 && !per_entry) || !clear || !injected) {
+          const quiet_rule* rule = quiet_rule_for(function, site.what, persistent);
+          // Silent by design: no warning. Otherwise exactly one, from the cache ("JIT cache: ...": the
+          // call, the path, the errno's text and what the cache does instead).
+          const bool as_designed = rule ? o.warnings == 0 : o.warnings == 1 && o.warning.find("JIT cache") != std::string::npos;
+          if (rule && o.warnings == 0) ++quiet_by[rule], ++quiet;
+          if (!rule && as_designed) ++warned;
+          if (o.rc != 0 || after != 0 || !as_designed || !injected) {
             ++failures;
-            if (failures <= 8)
-              FAIL_CHECK(st.name << ": " << std::string(fault::op_name(site.what)) << " in " << fault::site_name(site.ra) << ", "
-                                 << std::string(err_name(err)) << (persistent ? " persistent" : " once") << ": rc " << o.rc
-                                 << ", afterwards " << after << ", " << o.warnings << " warnings (first: " << o.warning
-                                 << ")" << (injected ? "" : ", the fault was never hit"));
+            if (failures <= 12)
+              FAIL_CHECK(st.name << ": " << std::string(fault::op_name(site.what)) << " in " << function << ", "
+                                 << std::string(err_name(err)) << std::string(persistent ? " persistent" : " once") << ": rc " << o.rc
+                                 << ", afterwards " << after << ", " << o.warnings << " warnings, "
+                                 << std::string(rule ? "silent by design" : "exactly one expected") << " (first: " << o.warning << ")"
+                                 << std::string(injected ? "" : ", the fault was never hit"));
           }
         }
       }
@@ -243,11 +328,12 @@ TEST_CASE("I/O errors at every call site x errno x (once, persistent): loads go 
   }
   std::ostringstream by;
   for (auto& kv : per_errno) by << " " << std::string(err_name(kv.first)) << "=" << kv.second;
-  std::ostringstream quiet;
-  for (auto& kv : silent_by) quiet << "\n  " << kv.first << ": " << kv.second;
-  MESSAGE("cases without a warning, by call and fault:" << quiet.str());
+  std::ostringstream q;
+  for (const auto& r : quiet_rules)
+    q << "\n  " << r.function << " " << fault::op_name(r.what) << (r.once_only ? " (once)" : "") << ": " << quiet_by[&r] << " cases";
+  MESSAGE("silent by design:" << q.str());
   MESSAGE("I/O error matrix: " << sites_total << " call sites in 2 states, " << cases << " injected-fault cases (" << by.str()
-                               << "); loads that failed or got wrong bytes: " << wrong << " wrong, " << failures
-                               << " failing cases; handled without a warning: " << silent << "; the same entry warned about on each read (known issue): " << repeated);
+                               << "); loads that failed or got wrong bytes: " << wrong << " wrong; " << warned
+                               << " warned exactly once; " << quiet << " silent by design; " << failures << " failing cases");
   CHECK(failures == 0);
 }
