@@ -108,11 +108,11 @@ struct quiet_rule {
   const char* why;
 };
 const quiet_rule quiet_rules[] = {
-    {"key_lock::~key_lock", fault::op::byte_unlock, false,
-     "releasing a key lock: the descriptor is closed right after, which releases the lock anyway"},
-    {"ofd_dir_lock::unlock", fault::op::byte_unlock, false,
-     "releasing index.lock/evict.lock: F_UNLCK of one byte fails only on a bad descriptor; a lock left would "
-     "only make other processes skip an advisory index update or an eviction pass, never this one"},
+    // Every caller (key_lock::~key_lock, ofd_dir_lock::unlock), so that inlining cannot move it.
+    {"*", fault::op::byte_unlock, false,
+     "releasing a lock: a key lock's descriptor is closed right after, which releases it anyway; index.lock/"
+     "evict.lock: F_UNLCK of one byte fails only on a bad descriptor, and a lock left would only make other "
+     "processes skip an advisory index update or an eviction pass, never this one"},
     {"cache_dir::write", fault::op::try_flock, false,
      "the temp file's 'writer alive' flock: a cleaner never removes a temp file younger than a minute, and the "
      "writer renames or removes it within milliseconds"},
@@ -122,18 +122,31 @@ const quiet_rule quiet_rules[] = {
     {"prepare_user_dir", fault::op::stat, false,
      "\"does v1/ exist?\": on an error make_dirs creates it or finds it, and check_private stats it again "
      "(an error there warns: memory-only)"},
-    {"temp_writer_of", fault::op::open_read, false,
+    // "|": the function it may be inlined into (which makes no such call itself).
+    {"temp_writer_of|clean_temp_files", fault::op::open_read, false,
      "\"is the temp file's writer alive?\": cannot tell, so the cleaner goes by age (a day), the rule for file "
      "systems where flock cannot tell (this stale file is older: removed all the same)"},
-    {"temp_writer_of", fault::op::try_flock, false, "as above: cannot tell, so by age"},
+    {"temp_writer_of|clean_temp_files", fault::op::try_flock, false, "as above: cannot tell, so by age"},
     {"cache_dir::index_insert", fault::op::stat, true,
      "\"was the index replaced?\" before an insert: on an error the index is mapped again and the check retried "
      "(a persistent fault warns: the entry is not indexed)"},
 };
 
+// `names`: "*" (any), or names separated by '|'.
+bool names_match(const std::string& names, const std::string& function) {
+  if (names == "*") return true;
+  std::size_t b = 0;
+  while (true) {
+    const std::size_t e = names.find('|', b);
+    if (names.compare(b, e == std::string::npos ? std::string::npos : e - b, function) == 0) return true;
+    if (e == std::string::npos) return false;
+    b = e + 1;
+  }
+}
+
 const quiet_rule* quiet_rule_for(const std::string& function, fault::op what, bool persistent) {
   for (const auto& r : quiet_rules)
-    if (function == r.function && what == r.what && !(persistent && r.once_only)) return &r;
+    if (what == r.what && !(persistent && r.once_only) && names_match(r.function, function)) return &r;
   return nullptr;
 }
 
