@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstring>
 #include <cerrno>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -117,9 +118,10 @@ class faulty_fs final : public fs {
     return real.open(p, m, fd);
   }
   void close(int fd) override { real.close(fd); }
+  bool short_read = false;  // every pread reads half and reports the end of the file
   int pread(int fd, void* b, std::size_t n, std::uint64_t o, std::size_t& got) override {
     if (int e = f("pread")) return e;
-    return real.pread(fd, b, n, o, got);
+    return real.pread(fd, b, short_read ? n / 2 : n, o, got);
   }
   int pwrite(int fd, const void* b, std::size_t n, std::uint64_t o) override {
     if (int e = f("pwrite")) return e;
@@ -675,6 +677,55 @@ TEST_CASE("faults through the seam: full disk and quota degrade to read-only wit
       for (const auto& it : d->scan()) CHECK_FALSE(it.temp);
     }
   }
+}
+
+TEST_CASE("a short read is a miss, never an invalid entry: the good entry is kept, one warning") {
+  // Before: a read shorter than the file looked like a truncated entry, was warned about on every
+  // read ("ignoring ...") and deleted from the writable cache (quarantine read it short again).
+  const std::string root = fresh("shortread");
+  auto c = disk_cache::create(cfg_for(root));
+  c->store(key_for(1), fatpack::core::byte_span(cubin90()));
+  REQUIRE(c->find(key_for(1), false).has_value());
+  const std::string path = cache_dir::open(root, true, 0, "x", false)->entry_path(make_full_key(key_for(1)));
+  REQUIRE(exists(path));
+  const auto rejected0 = stats().rejected.load();
+  log_capture logs;
+  {
+    faulty_fs ffs;
+    ffs.short_read = true;
+    CHECK_FALSE(c->find(key_for(1), false).has_value());
+    CHECK_FALSE(c->find(key_for(1), false).has_value());
+  }
+  CHECK(exists(path));
+  CHECK(stats().rejected.load() == rejected0);
+  CHECK(logs.count("JIT cache") == 1);
+  CHECK(logs.count("short read") == 1);
+  CHECK(logs.count(path) == 1);
+  CHECK(c->find(key_for(1), false).has_value());
+}
+
+TEST_CASE("an invalid entry is warned about once per process, not on every read") {
+  const std::string root = fresh("invalid-once");
+  {
+    auto c = disk_cache::create(cfg_for(root));
+    c->store(key_for(1), fatpack::core::byte_span(cubin90()));
+  }
+  const std::string path = cache_dir::open(root, true, 0, "x", false)->entry_path(make_full_key(key_for(1)));
+  {
+    // Damage the payload's last byte (the entry's checksum catches it).
+    std::fstream fd(path, std::ios::in | std::ios::out | std::ios::binary);
+    fd.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(fd.get());
+    fd.seekp(-1, std::ios::end);
+    fd.put(static_cast<char>(last ^ 0x5a));
+  }
+  config cfg = cfg_for(root);
+  cfg.read_only = true;  // kept (not quarantined): met on every read
+  auto c = disk_cache::create(cfg);
+  log_capture logs;
+  for (int i = 0; i < 3; ++i) CHECK_FALSE(c->find(key_for(1), false).has_value());
+  CHECK(logs.count("ignoring " + path) == 1);
+  CHECK(exists(path));
 }
 
 TEST_CASE("faults through the seam: read-only and unwritable directories, I/O errors, lock errors") {

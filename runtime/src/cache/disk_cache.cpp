@@ -145,7 +145,8 @@ void disk_cache::store(const jit_key& key, core::byte_span sass) noexcept {
       degrade("cannot write (" + why + ")");
     } else {
       stats().io_errors++;
-      warn_once("io", "JIT cache: an entry could not be written: " + why);
+      // The directory's "io" kind: one line for this and its other I/O trouble (store.hpp).
+      u->warn_once("io", "JIT cache: an entry could not be written: " + why + "; the cache stays writable");
     }
   } catch (const std::exception& ex) {
     warn_once("store", std::string("JIT cache: store failed: ") + ex.what());

@@ -16,13 +16,17 @@ namespace {
 // Holds evict.lock (its OFD lock plus the in-process mutex, locks.hpp) for the scope.
 class evictor {
  public:
+  // A lock file that cannot be opened was warned about (cache_dir::lock_file); EAGAIN (another
+  // evictor is at it) is silent.
   evictor(cache_dir& d, bool wait) : lock_(d.evict_lock()) {
     if (!lock_) return;
     if (wait) {
       std::string why;
       held_ = lock_->lock(why);
     } else {
-      held_ = lock_->try_lock();
+      int e = 0;
+      held_ = lock_->try_lock(&e);
+      if (!held_) d.io_problem("cannot lock", d.dir() + "/evict.lock", e, "eviction and temp-file cleaning are skipped");
     }
   }
   ~evictor() {
@@ -54,17 +58,25 @@ evict_result evict_locked(cache_dir& d, std::uint64_t target) {
     full_key k;
     k.code.hash = s.code;
     k.driver.hash = s.driver;
-    auto kl = key_lock::try_acquire(d.inflight_lock_path(), cache_dir::lock_hash(k));
-    if (!kl) continue;  // being compiled or re-published right now
     const std::string path = d.entry_path(s.code, s.driver);
-    file_stat st;
-    std::uint64_t bytes = f.stat(path, st) == 0 ? st.size : 0;
-    int e = f.unlink(path);
-    if (e && e != ENOENT) continue;
+    int e = 0;
+    auto kl = key_lock::try_acquire(d.inflight_lock_path(), cache_dir::lock_hash(k), &e);
+    if (!kl) {  // EAGAIN (silent): being compiled or re-published right now
+      d.io_problem("cannot lock", d.inflight_lock_path(), e, "the entry " + path + " is not evicted");
+      continue;
+    }
+    e = f.unlink(path);
+    if (e && e != ENOENT) {
+      d.io_problem("cannot remove", path, e, "it is not evicted");
+      continue;
+    }
     std::string why;
     dir_lock_guard g(*ilock, why);
-    if (!g.ok()) break;
-    idx->erase(s.code, s.driver);
+    if (!g.ok()) {
+      d.warn_once("io", "JIT cache: " + d.dir() + "/index.lock: " + why + "; eviction stops here");
+      break;
+    }
+    const std::uint64_t bytes = idx->erase(s.code, s.driver);  // what its slot accounted for
     if (!e) {
       ++r.removed;
       r.bytes_freed += bytes;
@@ -115,6 +127,8 @@ void after_store(cache_dir& d) {
   }
 }
 
+// Errors here are silent by design: `unknown` makes the cleaner go by age (a day), the rule for file
+// systems where flock cannot tell, and `cache clear` spare the file.
 temp_writer temp_writer_of(const std::string& path) {
   fs& f = current_fs();
   int fd = -1;
@@ -143,24 +157,39 @@ std::uint64_t clean_temp_files(cache_dir& d, std::int64_t max_age_s) {
       // Gone: remove. Alive: never, whatever the clock says. Cannot tell (ENOLCK, ...): go by age.
       dead = w == temp_writer::gone || (w == temp_writer::unknown && age > max_age_s);
     }
-    if (dead && f.unlink(it.path) == 0) ++n;
+    if (!dead) continue;
+    if (int e = f.unlink(it.path))
+      d.io_problem("cannot remove the stale temp file", it.path, e, "it is left for a later cleaning");
+    else
+      ++n;
   }
   // Index files being created (index.v1.tmp.<pid>.<n>, index.cpp) by a process that died before
   // renaming them: 3 MiB or more each, and no other code ever removes them. They are written under
   // index.lock, so while we hold it nobody is writing one; the age grace covers a writer on a file
   // system where the lock is not shared (and keeps the clock-skew case harmless).
-  auto ilock = d.index_lock();
+  const char* const later = "stale index files are left for a later cleaning";
+  auto ilock = d.index_lock();  // null: lock_file warned
   std::vector<std::string> names;
-  if (ilock && f.list_dir(d.dir(), names) == 0) {
+  int e = ilock ? f.list_dir(d.dir(), names) : 0;
+  if (e) d.io_problem("cannot list", d.dir(), e, later);
+  if (ilock && e == 0) {
     std::string why;
     dir_lock_guard g(*ilock, why);
+    if (!g.ok()) d.warn_once("io", "JIT cache: " + d.dir() + "/index.lock: " + why + "; " + later);
     if (g.ok()) {
       for (const auto& name : names) {
         if (name.rfind("index.v1.tmp.", 0) != 0) continue;
         const std::string path = d.dir() + "/" + name;
         file_stat st;
-        if (f.stat(path, st) || !st.regular || now - st.mtime_s <= 60) continue;
-        if (f.unlink(path) == 0) ++n;
+        if (int se = f.stat(path, st)) {
+          d.io_problem("cannot stat", path, se, later);
+          continue;
+        }
+        if (!st.regular || now - st.mtime_s <= 60) continue;
+        if (int ue = f.unlink(path))
+          d.io_problem("cannot remove", path, ue, later);
+        else
+          ++n;
       }
     }
   }

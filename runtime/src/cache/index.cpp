@@ -132,7 +132,11 @@ struct index_file::impl {
 
 index_file::~index_file() = default;
 
-std::unique_ptr<index_file> index_file::map(const std::string& path, bool writable, std::string& why, bool copy_wanted) {
+std::unique_ptr<index_file> index_file::map(const std::string& path, bool writable, std::string& why, bool copy_wanted,
+                                            int* err) {
+  int ignored = 0;
+  int& failed = err ? *err : ignored;
+  failed = 0;
   // Opened through the seam (O_CLOEXEC | O_NOFOLLOW), checked on the descriptor, then mapped or
   // copied; the descriptor is closed before returning (the mapping does not need it).
   fs& fsys = current_fs();
@@ -142,12 +146,14 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
   // (the read paths never rebuild; an empty file made by a race is only a damaged index, rebuilt).
   if (int e = fsys.stat(path, pre)) {
     why = path + ": " + errno_text(e);
+    failed = e;
     return nullptr;
   }
   file_stat st;
   int e = open_regular(fsys, path, fd, &st, writable ? open_mode::read_write : open_mode::read);
   if (e) {
     why = open_problem(path, e);
+    if (e != EINVAL) failed = e;  // EINVAL: not a regular file (damaged)
     return nullptr;
   }
   // Map only a file we own and only ever replace by rename (never truncate): someone else's file
@@ -168,6 +174,7 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
     fsys.close(fd);
     if (e || got != len) {
       why = path + ": " + (e ? errno_text(e) : std::string("shorter than it was"));
+      failed = e ? e : EIO;
       return nullptr;
     }
     f->base_ = f->impl_->copy.data();

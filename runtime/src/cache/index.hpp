@@ -48,8 +48,10 @@ class index_file {
   // else rewrites in place would kill this process with SIGBUS, a copy cannot. A copy is never
   // written and never sees `retired` (a prebuilt layer's index is replaced only by whoever installs
   // the layer; the copy stays as it was read, which only ages its advisory use order). nullptr with
-  // `why` when missing or damaged (bad magic, version, size, header check).
-  static std::unique_ptr<index_file> map(const std::string& path, bool writable, std::string& why, bool copy = false);
+  // `why` when missing or damaged (bad magic, version, size, header check); `err` (if given) gets the
+  // errno when a call failed (ENOENT: missing), 0 when the file is damaged.
+  static std::unique_ptr<index_file> map(const std::string& path, bool writable, std::string& why, bool copy = false,
+                                         int* err = nullptr);
   // Writes a complete new index holding `slots` to `path` (through a temp file in the same
   // directory and rename; the caller holds the index lock). Returns 0 or an errno.
   static int create(const std::string& path, const std::vector<index_slot>& slots, std::uint32_t capacity,

@@ -43,13 +43,22 @@ class ofd_dir_lock final : public dir_lock {
       sleep_us = sleep_us < 5000 ? sleep_us * 2 : 10000;
     }
   }
-  bool try_lock() override {
-    if (!mu_.try_lock()) return false;
-    if (current_fs().try_byte_lock(fd_, 0) == 0) return true;
+  bool try_lock(int* err) override {
+    if (!mu_.try_lock()) {
+      if (err) *err = EAGAIN;
+      return false;
+    }
+    const int e = current_fs().try_byte_lock(fd_, 0);
+    if (err) *err = e;
+    if (e == 0) return true;
     mu_.unlock();
     return false;
   }
   void unlock() override {
+    // Its failure is silent by design: F_UNLCK of one byte (no range to split) fails only on a bad
+    // descriptor; and a lock left would only make other processes skip an advisory index update
+    // (after dir_lock_wait_ms) or an eviction pass (this process's own description never conflicts
+    // with itself).
     current_fs().byte_unlock(fd_, 0);
     mu_.unlock();
   }
@@ -166,12 +175,14 @@ std::unique_ptr<key_lock> key_lock::acquire(const std::string& lock_file, std::u
   }
 }
 
-std::unique_ptr<key_lock> key_lock::try_acquire(const std::string& lock_file, std::uint64_t key_hash) {
+std::unique_ptr<key_lock> key_lock::try_acquire(const std::string& lock_file, std::uint64_t key_hash, int* err) {
   fs& f = current_fs();
   int fd = -1;
-  if (f.open(lock_file, open_mode::read_write, fd)) return nullptr;
+  int ignored = 0;
+  int& e = err ? *err : ignored;
+  if ((e = f.open(lock_file, open_mode::read_write, fd))) return nullptr;
   const std::uint64_t off = offset_of(key_hash);
-  if (f.try_byte_lock(fd, off) != 0) {
+  if ((e = f.try_byte_lock(fd, off)) != 0) {
     f.close(fd);
     return nullptr;
   }
@@ -181,6 +192,7 @@ std::unique_ptr<key_lock> key_lock::try_acquire(const std::string& lock_file, st
 key_lock::~key_lock() {
   record_.reset();  // before the unlock: the next holder writes its own
   fs& f = current_fs();
+  // Its failure is silent by design: closing the description right after releases the lock anyway.
   f.byte_unlock(fd_, off_);
   f.close(fd_);
 }

@@ -44,8 +44,9 @@ class dir_lock {
   // keep it for microseconds, an index rebuild for about a second; a longer hold is a holder that is
   // stopped, and waiting for it would hang this process's store or load).
   virtual bool lock(std::string& why) = 0;
-  // Non-blocking: false when another thread or process holds it.
-  virtual bool try_lock() = 0;
+  // Non-blocking: false when another thread or process holds it (`err`, if given: EAGAIN), or on an
+  // error (`err`: its errno).
+  virtual bool try_lock(int* err = nullptr) = 0;
   virtual void unlock() = 0;
 };
 
@@ -77,8 +78,9 @@ class key_lock {
   static std::unique_ptr<key_lock> acquire(const std::string& lock_file, std::uint64_t key_hash, int wait_ms,
                                            const std::function<bool()>& ready, outcome& result, std::string& why,
                                            int stall_s = default_holder_stall_s);
-  // Without waiting (eviction, quarantine): nullptr when busy or on error.
-  static std::unique_ptr<key_lock> try_acquire(const std::string& lock_file, std::uint64_t key_hash);
+  // Without waiting (eviction, quarantine): nullptr when busy (`err`, if given: EAGAIN) or on error
+  // (`err`: its errno).
+  static std::unique_ptr<key_lock> try_acquire(const std::string& lock_file, std::uint64_t key_hash, int* err = nullptr);
   ~key_lock();
   key_lock(const key_lock&) = delete;
   key_lock& operator=(const key_lock&) = delete;

@@ -21,6 +21,25 @@ bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && 
 
 std::uint32_t now_seconds() { return static_cast<std::uint32_t>(current_fs().now_unix_s()); }
 
+bool race_errno(int e) { return e == ENOENT || e == ESTALE || e == ENOTDIR || e == EAGAIN || e == EWOULDBLOCK || e == EEXIST; }
+
+void cache_dir::warn_once(const std::string& kind, const std::string& text) {
+  {
+    std::lock_guard<std::mutex> g(warn_mu_);
+    if (!warned_.insert(kind).second) {
+      log_line(log_level::debug, text);  // said once already: the rest for whoever debugs
+      return;
+    }
+  }
+  log_line(log_level::warn, text);
+}
+
+void cache_dir::io_problem(const std::string& what, const std::string& path, int e, const std::string& effect) {
+  if (race_errno(e)) return;
+  stats().io_errors++;
+  warn_once("io", "JIT cache: " + what + " " + path + ": " + errno_text(e) + "; " + effect);
+}
+
 std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writable, std::uint64_t max_bytes,
                                            std::string label, bool prebuilt) {
   std::shared_ptr<cache_dir> d(new cache_dir());
@@ -51,10 +70,15 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
                                   entry_header& h, std::string& driver_text, std::string& problem) {
   fs& f = current_fs();
   int fd = -1;
+  // An I/O error or a short read is a miss, never an invalid entry: a transient error is not
+  // corruption, and an invalid entry is removed from a writable cache (quarantine).
+  const char* const kept = "a miss (the entry is kept)";
   if (int e = f.open(path, open_mode::read, fd)) {
     if (e == ENOENT || e == ENOTDIR) return read_status::missing;
     problem = errno_text(e);  // ELOOP: a symlink planted in the cache
-    return e == ELOOP ? read_status::invalid : read_status::io_error;
+    if (e == ELOOP) return read_status::invalid;
+    io_problem("cannot open", path, e, kept);
+    return read_status::io_error;
   }
   file_stat st;
   int e = f.fstat(fd, st);
@@ -76,6 +100,7 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
   }
   std::vector<std::uint8_t> bytes;
   std::size_t got = 0;
+  const bool fstat_failed = e != 0;
   if (!e) {
     bytes.resize(static_cast<std::size_t>(st.size));
     e = f.pread(fd, bytes.data(), bytes.size(), 0, got);
@@ -83,10 +108,17 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
   f.close(fd);
   if (e) {
     problem = errno_text(e);
-    stats().io_errors++;
+    io_problem(fstat_failed ? "cannot stat" : "cannot read", path, e, kept);
     return read_status::io_error;
   }
-  bytes.resize(got);
+  if (got != bytes.size()) {
+    // Shorter than its descriptor's size: entries are published by rename and never truncated in
+    // place, so this is the read failing (a file truncated by hand has that size, and is invalid).
+    problem = "a short read (" + std::to_string(got) + " of " + std::to_string(bytes.size()) + " bytes)";
+    stats().io_errors++;
+    warn_once("io", "JIT cache: cannot read " + path + ": " + problem + "; " + kept);
+    return read_status::io_error;
+  }
   stats().bytes_read += got;
   auto c = decode_entry(core::byte_span(bytes.data(), bytes.size()), want, h, driver_text, problem);
   if (!c) return read_status::invalid;
@@ -114,7 +146,8 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_exact(const full_key& k
   }
   if (s == read_status::invalid) {
     stats().rejected++;
-    log_line(log_level::warn, "JIT cache (" + label_ + "): ignoring " + path + ": " + problem);
+    // Once per entry and process (a read-only layer's invalid entry stays, and is met on every read).
+    warn_once("invalid " + path, "JIT cache: ignoring " + path + " (" + label_ + "): " + problem);
     if (writable_) quarantine(k, target_arch);
   }
   return std::nullopt;
@@ -128,7 +161,10 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full
     cands = idx->find_code(k.code.hash);
   } else {
     std::vector<std::string> names;
-    if (current_fs().list_dir(fanout_dir(k.code.hash), names) == 0) {
+    const std::string fan = fanout_dir(k.code.hash);
+    const int e = current_fs().list_dir(fan, names);
+    if (e) io_problem("cannot list", fan, e, "entries of other drivers there are not looked for");
+    if (e == 0) {
       for (const auto& n : names) {
         index_slot s;
         if (parse_file_name(n, s.code, s.driver) && s.code == k.code.hash) cands.push_back(s);
@@ -151,7 +187,7 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full
     }
     if (s == read_status::invalid) {
       stats().rejected++;
-      log_line(log_level::warn, "JIT cache (" + label_ + "): ignoring " + path + ": " + problem);
+      warn_once("invalid " + path, "JIT cache: ignoring " + path + " (" + label_ + "): " + problem);
     }
   }
   return std::nullopt;
@@ -191,14 +227,17 @@ int cache_dir::write(const full_key& k, core::byte_span cubin, std::string& why)
     why = tmp + ": " + errno_text(e);
     return e;
   }
-  f.try_flock(fd);  // "writer alive" for the stray-temp cleanup; released when we close or die
+  // "Writer alive" for the stray-temp cleanup; released when we close or die. Its failure is silent
+  // by design: a cleaner never removes a temp file younger than a minute, and this one is renamed
+  // or removed within milliseconds.
+  f.try_flock(fd);
   e = f.allocate(fd, bytes->size());
   if (e == EOPNOTSUPP || e == EINVAL) e = 0;  // then the write reports a full disk
   if (!e) e = f.pwrite(fd, bytes->data(), bytes->size(), 0);
   if (!e) e = f.rename(tmp, final_path);
   f.close(fd);
   if (e) {
-    f.unlink(tmp);
+    f.unlink(tmp);  // the caller warns about `e`; a temp file left behind is cleaned later
     why = final_path + ": " + errno_text(e);
     return e;
   }
@@ -209,19 +248,26 @@ int cache_dir::write(const full_key& k, core::byte_span cubin, std::string& why)
 }
 
 bool cache_dir::index_insert(const full_key& k, std::uint64_t bytes) {
-  auto lock = index_lock();
+  const char* const effect = "the entry is not in the index until its next hit or an index rebuild";
+  auto lock = index_lock();  // null: lock_file warned
   if (!lock) return false;
+  int stat_err = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto idx = index();
+    auto idx = index();  // null: index() warned, or there is no index to update
     if (!idx) return false;
     std::string why;
     bool full = false;
     {
       dir_lock_guard g(*lock, why);
-      if (!g.ok()) return false;
+      if (!g.ok()) {
+        warn_once("io", "JIT cache: " + dir_ + "/index.lock: " + why + "; " + effect);
+        return false;
+      }
       // Replaced meanwhile (rebuilt: retired; or deleted and recreated by hand): use the new one.
+      // A failed stat is retried with a fresh mapping (silent when the retry works).
       file_stat st;
-      if (idx->retired() || current_fs().stat(dir_ + "/index.v1", st) != 0 || st.inode != idx->inode()) {
+      stat_err = idx->retired() ? 0 : current_fs().stat(dir_ + "/index.v1", st);
+      if (idx->retired() || stat_err != 0 || st.inode != idx->inode()) {
         std::lock_guard<std::mutex> m(mu_);
         if (index_ == idx) index_.reset();
         continue;
@@ -236,49 +282,69 @@ bool cache_dir::index_insert(const full_key& k, std::uint64_t bytes) {
       full = true;
     }
     // Too full: a new file with room (the entry just written is on disk, so the rebuild finds it).
-    if (full) return rebuild_index(why, idx->capacity() * 2);
+    if (full) {
+      if (rebuild_index(why, idx->capacity() * 2)) return true;
+      warn_once("io", "JIT cache: cannot grow the index: " + why + "; " + effect);
+      return false;
+    }
   }
+  if (stat_err) io_problem("cannot stat", dir_ + "/index.v1", stat_err, effect);
   return false;
 }
 
 void cache_dir::quarantine(const full_key& k, std::uint32_t target_arch) {
   // Under the key's lock, so that a good entry renamed into place meanwhile is not deleted.
-  auto kl = key_lock::try_acquire(inflight_lock_path(), lock_hash(k));
-  if (!kl) return;
+  const std::string path = entry_path(k);
+  int err = 0;
+  auto kl = key_lock::try_acquire(inflight_lock_path(), lock_hash(k), &err);
+  if (!kl) {
+    // Busy (EAGAIN: being re-published right now): silent.
+    io_problem("cannot lock", inflight_lock_path(), err, "the invalid entry " + path + " is kept");
+    return;
+  }
   expected_key want{&k.code, &k.driver, target_arch};
   std::vector<std::uint8_t> cubin;
   entry_header h;
   std::string drv, problem;
-  if (read_entry(entry_path(k), want, cubin, h, drv, problem) != read_status::invalid) return;
-  current_fs().unlink(entry_path(k));
+  if (read_entry(path, want, cubin, h, drv, problem) != read_status::invalid) return;
+  if (int e = current_fs().unlink(path)) io_problem("cannot remove the invalid entry", path, e, "it is kept");
   auto lock = index_lock();
   auto idx = index();
   if (lock && idx) {
     std::string why;
     dir_lock_guard g(*lock, why);
-    if (g.ok()) idx->erase(k.code.hash, k.driver.hash);
+    if (g.ok())
+      idx->erase(k.code.hash, k.driver.hash);
+    else
+      warn_once("io", "JIT cache: " + dir_ + "/index.lock: " + why + "; the index keeps an entry that is gone");
   }
 }
 
 std::shared_ptr<dir_lock> cache_dir::lock_file(std::shared_ptr<dir_lock>& slot, const char* name) {
-  std::lock_guard<std::mutex> g(mu_);
-  if (!slot && writable_) {
-    std::string why;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (slot || !writable_) return slot;
     slot = dir_lock::get(dir_ + "/" + name, why);
+    if (slot) return slot;
   }
-  return slot;
+  // Not under mu_: the log callback is the application's.
+  warn_once("io", "JIT cache: cannot open the lock file " + why + "; index updates, eviction and temp-file cleaning are skipped");
+  return nullptr;
 }
 
 std::shared_ptr<dir_lock> cache_dir::index_lock() { return lock_file(index_lock_, "index.lock"); }
 std::shared_ptr<dir_lock> cache_dir::evict_lock() { return lock_file(evict_lock_, "evict.lock"); }
 
 std::shared_ptr<index_file> cache_dir::index(bool may_rebuild) {
+  std::string io_trouble;  // warned about after mu_ is released (the log callback is the application's)
   {
     std::lock_guard<std::mutex> g(mu_);
     if (index_ && !index_->retired()) return index_;
     std::string why;
+    int err = 0;
     // A prebuilt layer's index is someone else's file: copied, never mapped (index.hpp).
-    auto m = index_file::map(dir_ + "/index.v1", writable_, why, /*copy=*/prebuilt_);
+    auto m = index_file::map(dir_ + "/index.v1", writable_, why, /*copy=*/prebuilt_, &err);
     if (m) {
       index_ = std::move(m);
       index_problem_.clear();
@@ -286,13 +352,26 @@ std::shared_ptr<index_file> cache_dir::index(bool may_rebuild) {
     }
     index_problem_ = why;
     index_.reset();
-    if (!writable_ || rebuild_failed_ || !may_rebuild) return nullptr;
+    if (!writable_ || rebuild_failed_ || !may_rebuild) {
+      // A missing or damaged index is silent (a store rebuilds it); an I/O error is not. (Where a
+      // rebuild may run, it maps the file again under the index lock and reports what fails there.)
+      if (err && !race_errno(err)) io_trouble = why;
+      if (io_trouble.empty()) return nullptr;
+    }
+  }
+  if (!io_trouble.empty()) {
+    stats().io_errors++;
+    warn_once("io", "JIT cache: cannot open the index " + io_trouble + "; lookups go on without it (uses are not recorded)");
+    return nullptr;
   }
   std::string why;
   if (!rebuild_index(why)) {
-    std::lock_guard<std::mutex> g(mu_);
-    rebuild_failed_ = true;  // once per process: the directory works without an index
-    log_line(log_level::warn, "JIT cache (" + label_ + "): cannot rebuild the index: " + why);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      rebuild_failed_ = true;  // once per process: the directory works without an index
+    }
+    warn_once("io", "JIT cache: cannot rebuild the index (" + label_ + "): " + why +
+                        "; the cache works without it (no size bound, no eviction)");
     return nullptr;
   }
   std::lock_guard<std::mutex> g(mu_);
@@ -312,7 +391,10 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
     return false;
   }
   dir_lock_guard g(*lock, why);
-  if (!g.ok()) return false;
+  if (!g.ok()) {
+    why = dir_ + "/index.lock: " + why;
+    return false;
+  }
   const std::string path = dir_ + "/index.v1";
   std::string map_why;
   std::shared_ptr<index_file> old = index_file::map(path, true, map_why);
@@ -330,14 +412,28 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
     if (!parse_file_name(item.name, s.code, s.driver)) continue;
     // Header only: cheap, and enough for accounting (a bad payload is found when it is read).
     std::uint8_t head[entry_header_size];
+    const char* const left_out = "left out of the rebuilt index (until its next hit)";
     int fd = -1;
-    if (open_regular(f, item.path, fd)) continue;
+    if (int e = open_regular(f, item.path, fd)) {
+      if (e != EINVAL) io_problem("cannot open", item.path, e, left_out);  // EINVAL: not a file, not an entry
+      continue;
+    }
     std::size_t got = 0;
     int e = f.pread(fd, head, sizeof head, 0, got);
     f.close(fd);
+    if (e) {
+      io_problem("cannot read", item.path, e, left_out);
+      continue;
+    }
+    if (got < sizeof head && item.st.size >= sizeof head) {
+      stats().io_errors++;
+      warn_once("io", "JIT cache: cannot read " + item.path + ": a short read (" + std::to_string(got) + " of " +
+                          std::to_string(sizeof head) + " bytes); " + left_out);
+      continue;
+    }
     entry_header h;
-    if (e || parse_header(core::byte_span(head, got), item.st.size, h) || h.code_hash != s.code ||
-        h.driver_hash != s.driver)
+    // A bad header is an invalid entry: not indexed, and refused (and removed) when it is read.
+    if (parse_header(core::byte_span(head, got), item.st.size, h) || h.code_hash != s.code || h.driver_hash != s.driver)
       continue;
     s.disk_bytes = static_cast<std::uint32_t>(item.st.size);
     s.last_use_s = static_cast<std::uint32_t>(item.st.mtime_s);
@@ -380,8 +476,13 @@ std::vector<cache_dir::file_item> cache_dir::scan() {
   std::vector<file_item> out;
   fs& f = current_fs();
   const std::string objects = dir_ + "/objects";
+  // What an error leaves out is left out of the index rebuild, the temp-file cleaning, `cache list`.
+  const char* const skipped = "skipped by this scan (index rebuild, temp-file cleaning)";
   std::vector<std::string> fans;
-  if (f.list_dir(objects, fans)) return out;
+  if (int e = f.list_dir(objects, fans)) {
+    io_problem("cannot list", objects, e, skipped);
+    return out;
+  }
   std::sort(fans.begin(), fans.end());
   for (const auto& fan : fans) {
     if (fan.size() != 2) continue;
@@ -390,13 +491,23 @@ std::vector<cache_dir::file_item> cache_dir::scan() {
     // Only real directories (stat is lstat; list_dir refuses symlinks too): a symlink planted as
     // objects/<ab> is not the cache's, and nothing behind it is read, evicted or removed.
     file_stat ds;
-    if (f.stat(d, ds) || !ds.directory) continue;
-    if (f.list_dir(d, names)) continue;
+    if (int e = f.stat(d, ds)) {
+      io_problem("cannot stat", d, e, skipped);
+      continue;
+    }
+    if (!ds.directory) continue;
+    if (int e = f.list_dir(d, names)) {
+      io_problem("cannot list", d, e, skipped);
+      continue;
+    }
     for (const auto& n : names) {
       file_item it;
       it.path = d + "/" + n;
       it.name = n;
-      if (f.stat(it.path, it.st)) continue;
+      if (int e = f.stat(it.path, it.st)) {
+        io_problem("cannot stat", it.path, e, skipped);  // ENOENT: evicted meanwhile (silent)
+        continue;
+      }
       it.temp = is_temp_name(n);
       out.push_back(std::move(it));
     }

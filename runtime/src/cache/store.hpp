@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,15 @@ class cache_dir {
   // Why the index is unusable ("" when fine); for stats/verify.
   std::string index_problem();
 
+  // Warnings (docs/cache.md §7): one line per kind of trouble per directory, so per process for the
+  // per-user cache (a process has one cache_dir per layer); a repeat goes to the debug log. Every I/O
+  // error that changes what the cache does (a miss, an entry not stored or not indexed, an eviction
+  // or temp-file cleaning skipped, a lock not taken) is kind "io": the process's first one is written.
+  void warn_once(const std::string& kind, const std::string& text);
+  // Kind "io": "JIT cache (<label>): <what> <path>: <errno text>; <effect>". Silent for the errors of
+  // normal races (race_errno). Counts io_errors.
+  void io_problem(const std::string& what, const std::string& path, int e, const std::string& effect);
+
  private:
   cache_dir() = default;
   bool index_insert(const full_key& k, std::uint64_t bytes);
@@ -105,7 +115,13 @@ class cache_dir {
   std::string index_problem_;
   std::shared_ptr<dir_lock> index_lock_, evict_lock_;
   bool rebuild_failed_ = false;
+  std::mutex warn_mu_;
+  std::set<std::string> warned_;
 };
+
+// Errors of normal races, never warned about: ENOENT/ESTALE/ENOTDIR (another process removed or
+// evicted the file), EAGAIN/EWOULDBLOCK (a lock someone else holds), EEXIST.
+bool race_errno(int e);
 
 std::uint32_t now_seconds();
 
