@@ -382,7 +382,7 @@ TEST_CASE("I/O errors at every call site x errno x (once, persistent): loads go 
   for (auto& kv : per_errno) by << " " << std::string(err_name(kv.first)) << "=" << kv.second;
   std::ostringstream q;
   for (const auto& r : quiet_rules)
-    q << "\n  " << r.function << " " << fault::op_name(r.what) << (r.once_only ? " (once)" : "") << ": " << quiet_by[&r] << " cases";
+    q << "\n  " << r.function << " " << (r.what == any_op ? "any call" : fault::op_name(r.what)) << (r.once_only ? " (once)" : "") << ": " << quiet_by[&r] << " cases";
   MESSAGE("silent by design:" << q.str());
   MESSAGE("I/O error matrix: " << sites_total << " call sites in " << states.size() << " states, " << cases << " injected-fault cases (" << by.str()
                                << "); loads that failed or got wrong bytes: " << wrong << " wrong; " << warned
