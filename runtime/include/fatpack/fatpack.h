@@ -134,7 +134,10 @@ FATPACK_API fatpack_status fatpack_add_image(const void* data, size_t size, cons
 
 FATPACK_API fatpack_status fatpack_set_policy(fatpack_policy policy);
 
-/* package may be NULL (any package); device -1: the current context's device, else 0. */
+/* package may be NULL (any package); device -1: the current context's device, else 0. The module goes
+ * into the calling thread's current context when it has one on that device (the application's own
+ * context), else into the device's primary context, which then becomes current on a thread that had
+ * no context. A thread that had one keeps it. */
 FATPACK_API fatpack_status fatpack_load_module(const char* module_name, const char* package, int device, fatpack_module** out);
 FATPACK_API fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
                                                            fatpack_policy policy, fatpack_module** out);

@@ -3,12 +3,14 @@
 //   auto m = fatpack::load_module("vadd");            // result<module>: errors as values
 //   if (!m) { std::cerr << m.error().what(); ... }
 //   CUfunction f = m->function("vadd").value();       // value() throws fatpack::exception on error
-//   cuLaunchKernel(f, ...);                           // on the device's primary context (shared with cudart)
+//   cuLaunchKernel(f, ...);                           // in the context the module was loaded in
 //
 // What happens on load (docs/runtime.md): the driver is dlopen-ed (libcuda.so.1 or FATPACK_LIBCUDA),
 // the module's entries in the registered packages are ranked by the same pure selector as
 // `fatpack plan`, the best one is decompressed (only that one) and loaded with cuModuleLoadDataEx into
-// the device's primary context; if the driver refuses it, the next candidate is tried. PTX is compiled
+// the calling thread's current context when it has one on the device, else into the device's primary
+// context, which then becomes current on a thread that had none (so a launch right after the load
+// works); if the driver refuses it, the next candidate is tried. PTX is compiled
 // to SASS through the driver's JIT (cuLink) once per process: on the loading thread when a load needs
 // it (other threads loading the same module wait for that compile), on a thread pool for warm().
 //
@@ -159,7 +161,7 @@ struct load_report {
   bool jit = false;                        // it went through the JIT
   bool jit_reused = false;
   std::string jit_path;                    // "culink", "nvjitlink 13.0"
-  // Milliseconds per phase. context: taking the device's primary context (its creation, the first
+  // Milliseconds per phase. context: choosing the context (the primary context's creation, the first
   // time a process uses the device: 100-300 ms, not fatpack's own cost).
   double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;
 
@@ -178,9 +180,13 @@ struct module_state;
 struct module_access;
 }  // namespace detail
 
-// A module loaded on one device. Move-only; holds the module (and the device's primary context)
-// alive: the last handle to a module unloads it. Functions obtained from it are valid while a
-// handle lives. Handles of the same (package, module, device) share one loaded CUmodule.
+// A module loaded on one device, in one context: the calling thread's current context when it had
+// one on that device (an application's own cuCtxCreate context), else the device's primary context
+// (shared with cudart). Move-only; holds the module (and, for the primary context, a reference on
+// it) alive: the last handle to a module unloads it. Functions obtained from it are valid while a
+// handle lives and its context exists. Handles of the same (package, module, context, policy) share
+// one loaded CUmodule; contexts are told apart by cuCtxGetId, so a new context at a destroyed one's
+// address gets its own module.
 class module {
  public:
   module() noexcept = default;
@@ -196,7 +202,12 @@ class module {
   // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
   FATPACK_API result<cu_function> function(std::string_view kernel) const;
   FATPACK_API cu_module handle() const noexcept;
-  FATPACK_API cu_context context() const noexcept;     // the device's primary context
+  FATPACK_API cu_context context() const noexcept;     // the context the module lives in
+  FATPACK_API bool primary_context() const noexcept;   // context() is the device's primary context
+  // ok while the module's context exists; when the application destroyed it (cuCtxDestroy), an error
+  // (errc::cuda, cuda_status CUDA_ERROR_CONTEXT_IS_DESTROYED) naming package, module, device and
+  // driver; function() returns the same. Releasing such a handle is safe (nothing is unloaded).
+  FATPACK_API status check() const;
   FATPACK_API int device() const noexcept;
   FATPACK_API const std::string& package_name() const noexcept;
   FATPACK_API const std::string& name() const noexcept;

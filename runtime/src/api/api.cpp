@@ -156,8 +156,28 @@ result<module> load_module(std::string_view module_name, const load_options& opt
   auto r = resolve(module_name, options);
   if (!r) return std::move(r).error();
   detail::wire_default_cache();
-  auto st = detail::module_table::instance().get_or_load(*r->set->drv, *r->dev, r->me, r->pol);
+  const detail::driver& drv = *r->set->drv;
+  auto ctx = detail::choose_context(drv, *r->dev);
+  if (!ctx) {
+    error e = ctx.error();
+    e.message = "cannot load module '" + std::string(module_name) + "': " + e.message;
+    return e;
+  }
+  const bool thread_had_none = ctx->thread_had_none;
+  CUcontext primary = ctx->primary ? ctx->ctx : nullptr;
+  auto st = detail::module_table::instance().get_or_load(drv, *r->dev, r->me, r->pol, std::move(ctx.value()));
   if (!st) return std::move(st).error();
+  // A thread without a current context gets the device's primary context, the one the module is in
+  // (as cudart's first call does), so that cuLaunchKernel right after the load finds it. A thread
+  // with a context keeps it.
+  if (thread_had_none && primary) {
+    CUresult cr = drv.cuCtxSetCurrent(primary);
+    if (cr != CUDA_SUCCESS)
+      return detail::cuda_error(errc::cuda, cr,
+                                "module '" + std::string(module_name) + "' loaded on " + r->dev->identify() +
+                                    ", but its primary context could not be made current: " +
+                                    drv.call_failed("cuCtxSetCurrent", cr) + " (driver " + drv.identify() + ")");
+  }
   return detail::module_access::make(std::move(st.value()));
 }
 
@@ -170,6 +190,7 @@ result<load_report> plan_module(std::string_view module_name, const load_options
 result<cu_function> module::function(std::string_view kernel) const {
   if (!state_) return error{errc::invalid_argument, 0, "function(): empty module handle", {}};
   auto& s = *state_;
+  if (auto alive = s.check_context(); !alive) return alive.error();
   std::string name(kernel);
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.functions.find(name);
@@ -177,7 +198,7 @@ result<cu_function> module::function(std::string_view kernel) const {
   CUfunction f = nullptr;
   CUresult r;
   {
-    detail::scoped_context current(*s.drv, s.ctx.get());
+    detail::scoped_context current(*s.drv, s.ctx.ctx);
     r = s.drv->cuModuleGetFunction(&f, s.mod, name.c_str());
   }
   if (r != CUDA_SUCCESS || !f) {
@@ -194,7 +215,13 @@ result<cu_function> module::function(std::string_view kernel) const {
 }
 
 cu_module module::handle() const noexcept { return state_ ? state_->mod : nullptr; }
-cu_context module::context() const noexcept { return state_ ? state_->ctx.get() : nullptr; }
+cu_context module::context() const noexcept { return state_ ? state_->ctx.ctx : nullptr; }
+bool module::primary_context() const noexcept { return state_ && state_->ctx.primary; }
+
+status module::check() const {
+  if (!state_) return error{errc::invalid_argument, 0, "check(): empty module handle", {}};
+  return state_->check_context();
+}
 int module::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
 
 const std::string& module::package_name() const noexcept {

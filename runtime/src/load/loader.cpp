@@ -10,6 +10,7 @@
 #include "fatpack/core/codec.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -84,10 +85,23 @@ void fill_header(load_report& rep, const device& dev, const module_entries& me, 
 }  // namespace
 
 module_state::~module_state() {
-  if (mod && drv) {
-    scoped_context current(*drv, ctx.get());
+  // A module of a destroyed context went with it: its handle must not reach the driver again.
+  if (mod && drv && context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) {
+    scoped_context current(*drv, ctx.ctx);
     (void)drv->cuModuleUnload(mod);
   }
+}
+
+status module_state::check_context() const {
+  if (context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) return {};
+  char c[32];
+  std::snprintf(c, sizeof c, "%p", static_cast<const void*>(ctx.ctx));
+  return cuda_error(errc::cuda, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                    "module '" + module_name + "' of package '" + package->name + "' on " + dev->identify() +
+                        ", driver " + drv->identify() + ": its " +
+                        (ctx.primary ? "primary " : "") + "context " + c +
+                        (ctx.has_id ? " (id " + std::to_string(ctx.id) + ")" : std::string()) +
+                        " was destroyed, and the module with it; load the module again in a live context");
 }
 
 load_report plan_entries(const device& dev, const module_entries& me, policy p) {
@@ -108,7 +122,7 @@ load_report plan_entries(const device& dev, const module_entries& me, policy p) 
 }
 
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p) {
+                                                   policy p, target_context ctx) {
   stopwatch total;
   auto st = std::make_shared<module_state>();
   st->drv = &drv;
@@ -129,14 +143,8 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     return error{errc::no_compatible_entry, 0, "cannot load " + where(dev, me) + ": " + ms.sel.nothing_fits, {}};
   }
 
-  {
-    stopwatch sw;
-    if (auto k = keep_primary_context(drv, dev); !k) return k.error();
-    auto ctx = primary_context::retain(drv, dev);
-    if (!ctx) return std::move(ctx).error();
-    st->ctx = std::move(ctx.value());
-    rep.context_ms = sw.ms();
-  }
+  rep.context_ms = ctx.ms;
+  st->ctx = std::move(ctx);
 
   bool any_load_refused = false, any_jit_failed = false;
   for (const auto& c : ms.sel.candidates) {
@@ -150,7 +158,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     // Hands `image` to the driver in the module's context and records the outcome in `a`.
     auto load_and_record = [&](const void* image, const char* call) {
       stopwatch sw;
-      lo = load_image(drv, st->ctx.get(), image);
+      lo = load_image(drv, st->ctx.ctx, image);
       a.load_ms = sw.ms();
       status = lo.status;
       if (status != CUDA_SUCCESS) {
