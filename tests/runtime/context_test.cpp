@@ -18,6 +18,8 @@
 //             real driver may) -> a new module, not the dead one
 //   devices   every device (fake: FAKECUDA_DEVICES=90,80): its own context and its primary context
 //             each get the device's best entry (sm_90 on CC 9.0, sm_80 on CC 8.0)
+//   devices-mixed  sm_90 SASS + compute_80 PTX: CC 9.x loads the SASS, CC 8.x the JIT's SASS, each
+//             in the application's context on that device
 //   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId) a driver without cuCtxGetId: primary
 //             contexts work and are shared; a load from an own context is refused with a clear error
 //
@@ -235,6 +237,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> files = {"vadd.sm_80.cubin", "vadd.sm_90.cubin", "vadd.compute_80.ptx"};
   add_package("docs", files, "vadd");
   add_package("ctx", files, "ctx_vadd");
+  add_package("mixed", {"vadd.sm_90.cubin", "vadd.compute_80.ptx"}, "ctx_mixed");
 
   if (no_ctx_id) {
     run_case("no-id: primary contexts work and are shared", [] {
@@ -392,6 +395,28 @@ int main(int argc, char** argv) {
       }
       cu.set_current(nullptr);
       cu.release(dev);
+    }
+  });
+
+  run_case("devices-mixed: SASS for one device, the JIT for the other, each in its own context", [ndev] {
+    // sm_90 SASS and compute_80 PTX: CC 9.x loads the SASS, CC 8.x JIT-compiles the PTX for itself.
+    for (int d = 0; d < ndev; ++d) {
+      const auto info = fatpack::device(d).value();
+      CUdevice dev = 0;
+      cu.device_get(&dev, d);
+      CUcontext own = nullptr;
+      EXPECT(cu.ctx_create(&own, 0, dev) == CUDA_SUCCESS, "cuCtxCreate on device %d", d);
+      {
+        auto m = load("ctx_mixed");
+        const bool sass = info.cc_major == 9;
+        EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
+        EXPECT(m.report().jit == !sass, "device %d (CC %d): jit=%d, target %s", d, static_cast<int>(info.arch),
+               m.report().jit, m.report().target.c_str());
+        EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch", d);
+        std::printf("  device %d (CC %d.%d): %s%s\n", d, info.cc_major, info.cc_minor, m.report().target.c_str(),
+                    m.report().jit ? " through the JIT" : "");
+      }
+      cu.ctx_destroy(own);
     }
   });
 
