@@ -20,6 +20,10 @@
 //             each get the device's best entry (sm_90 on CC 9.0, sm_80 on CC 8.0)
 //   devices-mixed  sm_90 SASS + compute_80 PTX: CC 9.x loads the SASS, CC 8.x the JIT's SASS, each
 //             in the application's context on that device
+//   port      fatpackModuleLoadData (the one-line port of cuModuleLoadData) of a fatbin, PTX and
+//             (CC 9.x) an sm_90 cubin, given without a size and freed right after the call, in the
+//             application's context on each device; fatpackModuleUnload; bytes it cannot read are
+//             CUDA_ERROR_INVALID_IMAGE with the reason (in the Ex form's error log buffer too)
 //   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId) a driver without cuCtxGetId: primary
 //             contexts work and are shared; a load from an own context is refused with a clear error
 //
@@ -27,6 +31,8 @@
 //
 // Usage: fatpack_context_test [--no-ctx-id] [ARTIFACTS_DIR]
 #include "gpu_support.hpp"
+
+#include "fatpack/fatpack.h"
 
 #include <cuda.h>  // types only: every call goes through fatpack::driver_entry_point
 
@@ -62,6 +68,7 @@ struct calls {
   decltype(&::cuDevicePrimaryCtxRetain) retain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) release = nullptr;
   decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuModuleGetFunction) get_function = nullptr;
   decltype(&::cuMemAlloc) mem_alloc = nullptr;
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemcpyHtoD) htod = nullptr;
@@ -186,6 +193,20 @@ void expect_destroyed_error(const fatpack::error& e, const char* package, const 
   EXPECT(has(e.message, "destroyed"), "no cause in: %s", e.message.c_str());
 }
 
+// Runs fn(ordinal, info, context) for every device, in a context of its own (cuCtxCreate) made for it
+// and destroyed after.
+void per_device_own_context(int ndev, const std::function<void(int, const fatpack::device_info&, CUcontext)>& fn) {
+  for (int d = 0; d < ndev; ++d) {
+    const auto info = fatpack::device(d).value();
+    CUdevice dev = 0;
+    cu.device_get(&dev, d);
+    CUcontext own = nullptr;
+    EXPECT(cu.ctx_create(&own, 0, dev) == CUDA_SUCCESS, "cuCtxCreate on device %d", d);
+    fn(d, info, own);
+    cu.ctx_destroy(own);
+  }
+}
+
 // The launch snippet of docs/runtime.md §1, verbatim (docs_launch_snippet.inc). Its undeclared names
 // are given here; cuLaunchKernel is the loaded driver's.
 int docs_snippet(CUresult& launched) {
@@ -227,6 +248,7 @@ int main(int argc, char** argv) {
   get(cu.retain, "cuDevicePrimaryCtxRetain");
   get(cu.release, "cuDevicePrimaryCtxRelease");
   get(cu.launch, "cuLaunchKernel");
+  get(cu.get_function, "cuModuleGetFunction");
   if (!g_fake) {
     get(cu.mem_alloc, "cuMemAlloc");
     get(cu.mem_free, "cuMemFree");
@@ -364,30 +386,29 @@ int main(int argc, char** argv) {
   });
 
   run_case("devices: each device, own and primary context, gets its own best entry", [ndev] {
+    auto want = [](const fatpack::device_info& info) {
+      return std::string(info.arch >= 90 ? "sm_90" : info.arch >= 80 ? "sm_80" : "");
+    };
+    per_device_own_context(ndev, [&](int d, const fatpack::device_info& info, CUcontext own) {
+      auto m = load("ctx_vadd");  // device -1: the current context's device
+      EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
+      EXPECT(m.report().target == want(info) || (want(info).empty() && m.report().jit), "device %d (CC %d): got %s", d,
+             static_cast<int>(info.arch), m.report().target.c_str());
+      EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch in its own context", d);
+      std::printf("  device %d (CC %d.%d): own context -> %s\n", d, info.cc_major, info.cc_minor,
+                  m.report().target.c_str());
+    });
     for (int d = 0; d < ndev; ++d) {
       const auto info = fatpack::device(d).value();
-      const std::string want = info.arch >= 90 ? "sm_90" : info.arch >= 80 ? "sm_80" : "";
       CUdevice dev = 0;
       cu.device_get(&dev, d);
-      CUcontext own = nullptr;
-      EXPECT(cu.ctx_create(&own, 0, dev) == CUDA_SUCCESS, "cuCtxCreate on device %d", d);
-      {
-        auto m = load("ctx_vadd");  // device -1: the current context's device
-        EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
-        EXPECT(m.report().target == want || (want.empty() && m.report().jit), "device %d (CC %d): got %s", d,
-               static_cast<int>(info.arch), m.report().target.c_str());
-        EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch in its own context", d);
-        std::printf("  device %d (CC %d.%d): own context -> %s\n", d, info.cc_major, info.cc_minor,
-                    m.report().target.c_str());
-      }
-      cu.ctx_destroy(own);
       CUcontext primary = nullptr;
       EXPECT(cu.retain(&primary, dev) == CUDA_SUCCESS, "cuDevicePrimaryCtxRetain %d", d);
       cu.set_current(primary);  // what cudaSetDevice(d) does
       {
         auto m = load("ctx_vadd");
         EXPECT(m.device() == d && m.context() == primary && m.primary_context(), "device %d: primary", d);
-        EXPECT(m.report().target == want || (want.empty() && m.report().jit), "device %d: got %s", d,
+        EXPECT(m.report().target == want(info) || (want(info).empty() && m.report().jit), "device %d: got %s", d,
                m.report().target.c_str());
         EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch in its primary context", d);
         std::printf("  device %d (CC %d.%d): primary context -> %s\n", d, info.cc_major, info.cc_minor,
@@ -400,24 +421,69 @@ int main(int argc, char** argv) {
 
   run_case("devices-mixed: SASS for one device, the JIT for the other, each in its own context", [ndev] {
     // sm_90 SASS and compute_80 PTX: CC 9.x loads the SASS, CC 8.x JIT-compiles the PTX for itself.
-    for (int d = 0; d < ndev; ++d) {
-      const auto info = fatpack::device(d).value();
-      CUdevice dev = 0;
-      cu.device_get(&dev, d);
-      CUcontext own = nullptr;
-      EXPECT(cu.ctx_create(&own, 0, dev) == CUDA_SUCCESS, "cuCtxCreate on device %d", d);
-      {
-        auto m = load("ctx_mixed");
-        const bool sass = info.cc_major == 9;
-        EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
-        EXPECT(m.report().jit == !sass, "device %d (CC %d): jit=%d, target %s", d, static_cast<int>(info.arch),
-               m.report().jit, m.report().target.c_str());
-        EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch", d);
-        std::printf("  device %d (CC %d.%d): %s%s\n", d, info.cc_major, info.cc_minor, m.report().target.c_str(),
-                    m.report().jit ? " through the JIT" : "");
+    per_device_own_context(ndev, [&](int d, const fatpack::device_info& info, CUcontext own) {
+      auto m = load("ctx_mixed");
+      const bool sass = info.cc_major == 9;
+      EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
+      EXPECT(m.report().jit == !sass, "device %d (CC %d): jit=%d, target %s", d, static_cast<int>(info.arch),
+             m.report().jit, m.report().target.c_str());
+      EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch", d);
+      std::printf("  device %d (CC %d.%d): %s%s\n", d, info.cc_major, info.cc_minor, m.report().target.c_str(),
+                  m.report().jit ? " through the JIT" : "");
+    });
+  });
+
+  run_case("port: fatpackModuleLoadData of a cubin, PTX and a fatbin in the application's context", [ndev] {
+    per_device_own_context(ndev, [&](int d, const fatpack::device_info& info, CUcontext own) {
+      std::vector<std::string> images = {"vadd.fatbin", "vadd.compute_80.ptx"};
+      if (info.cc_major == 9) images.push_back("vadd.sm_90.cubin");
+      for (const auto& name : images) {
+        std::vector<std::uint8_t> bytes = read_file(name);
+        if (name.find(".ptx") != std::string::npos) bytes.push_back(0);  // PTX ends with its NUL
+        bytes.resize(bytes.size() + 64, 0xAB);  // what follows the image is not read as part of it
+        CUmodule mod = nullptr;
+        CUresult r = fatpackModuleLoadData(&mod, bytes.data());  // the one changed line of a port
+        EXPECT(r == CUDA_SUCCESS && mod, "device %d: %s: CUresult %d: %s", d, name.c_str(), static_cast<int>(r),
+               fatpack_last_error());
+        std::vector<std::uint8_t>().swap(bytes);  // the caller's bytes may go at once
+        if (r != CUDA_SUCCESS) continue;
+        CUfunction f = nullptr;
+        EXPECT(cu.get_function(&f, mod, "vadd") == CUDA_SUCCESS, "device %d: %s: cuModuleGetFunction", d, name.c_str());
+        if (f) {
+          // A module of the current context: the launch finds it.
+          CUdeviceptr p = 0;
+          int n = 1;
+          void* args[] = {&p, &p, &p, &n};
+          if (g_fake)
+            EXPECT(cu.launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS, "device %d: %s: launch",
+                   d, name.c_str());
+        }
+        if (g_fake) EXPECT(fake_modules_in(own) == 1, "device %d: %s: %d modules in the context", d, name.c_str(),
+                           fake_modules_in(own));
+        EXPECT(fatpackModuleUnload(mod) == CUDA_SUCCESS, "device %d: %s: unload", d, name.c_str());
+        EXPECT(static_cast<CUresult>(fatpackModuleUnload(mod)) == CUDA_ERROR_INVALID_HANDLE, "second unload");
+        if (g_fake) EXPECT(fake_modules_in(own) == 0, "device %d: %s: not unloaded", d, name.c_str());
+        std::printf("  device %d (CC %d.%d): %s ok\n", d, info.cc_major, info.cc_minor, name.c_str());
       }
-      cu.ctx_destroy(own);
-    }
+      EXPECT(current() == own, "the application's context is no longer current");
+    });
+  });
+
+  run_case("port: what fatpack cannot read is CUDA_ERROR_INVALID_IMAGE, with the reason", [] {
+    CUcontext own = nullptr;
+    EXPECT(cu.ctx_create(&own, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    const char junk[] = "this is no image";
+    CUmodule mod = nullptr;
+    CUresult r = fatpackModuleLoadData(&mod, junk);
+    EXPECT(r == CUDA_ERROR_INVALID_IMAGE && !mod, "CUresult %d", static_cast<int>(r));
+    EXPECT(has(fatpack_last_error(), "fatpackModuleLoadData"), "message: %s", fatpack_last_error());
+    char log[512] = {};
+    CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log))};
+    r = fatpackModuleLoadDataEx(&mod, junk, 2, keys, values);
+    EXPECT(r == CUDA_ERROR_INVALID_IMAGE, "Ex: CUresult %d", static_cast<int>(r));
+    EXPECT(has(log, "fatpackModuleLoadDataEx") && has(log, "PTX"), "error log: %s", log);
+    cu.ctx_destroy(own);
   });
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);

@@ -28,6 +28,20 @@ fatpack_status fail(const fatpack::error& e) {
   return static_cast<fatpack_status>(e.code);
 }
 
+}  // namespace
+
+// The port functions' errors (port_api.cpp) go to the same per-thread message.
+void fatpack_c_set_last_error(const fatpack::error* e) {
+  if (e) {
+    (void)fail(*e);
+  } else {
+    t_last_error.clear();
+    t_last_cuda_status = 0;
+  }
+}
+
+namespace {
+
 fatpack_status fail(fatpack::errc code, const char* message) {
   return fail(fatpack::error{code, 0, message, {}});
 }
