@@ -365,6 +365,22 @@ int main(int argc, char** argv) {
     m.reset();  // nothing reaches the driver (run_case counts the fake's stale uses)
   });
 
+  run_case("destroyed (C API): fatpack_module_check and fatpack_module_function report it", [] {
+    CUcontext c = nullptr;
+    EXPECT(cu.ctx_create(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    fatpack_module* m = nullptr;
+    EXPECT(fatpack_load_module("ctx_vadd", "ctx", -1, &m) == FATPACK_OK, "%s", fatpack_last_error());
+    EXPECT(fatpack_module_context(m) == c, "not loaded into the current context");
+    EXPECT(fatpack_module_check(m) == FATPACK_OK, "check before the destroy: %s", fatpack_last_error());
+    EXPECT(cu.ctx_destroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
+    EXPECT(fatpack_module_check(m) == FATPACK_ERROR_CUDA, "check after the destroy");
+    EXPECT(fatpack_last_cuda_status() == CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuda status %d", fatpack_last_cuda_status());
+    EXPECT(has(fatpack_last_error(), "ctx_vadd") && has(fatpack_last_error(), "destroyed"), "%s", fatpack_last_error());
+    struct CUfunc_st* f = nullptr;
+    EXPECT(fatpack_module_function(m, "vadd", &f) == FATPACK_ERROR_CUDA, "function after the destroy");
+    fatpack_module_release(m);
+  });
+
   run_case("reused: a new context at a destroyed context's address -> a new module", [] {
     CUcontext c1 = nullptr, c2 = nullptr;
     EXPECT(cu.ctx_create(&c1, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 1");

@@ -145,6 +145,10 @@ FATPACK_API void fatpack_module_release(fatpack_module* module);
 FATPACK_API fatpack_status fatpack_module_function(const fatpack_module* module, const char* kernel, struct CUfunc_st** out);
 FATPACK_API struct CUmod_st* fatpack_module_handle(const fatpack_module* module);
 FATPACK_API struct CUctx_st* fatpack_module_context(const fatpack_module* module);
+/* FATPACK_OK while the module's context exists; FATPACK_ERROR_CUDA (fatpack_last_cuda_status() 709,
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED) once the application destroyed it: the module went with it.
+ * fatpack_module_function then fails the same way; fatpack_module_release stays safe. */
+FATPACK_API fatpack_status fatpack_module_check(const fatpack_module* module);
 FATPACK_API int fatpack_module_device(const fatpack_module* module);
 /* The load report as FATPACK_LOG=info text; valid while the module handle lives. */
 FATPACK_API const char* fatpack_module_report(const fatpack_module* module);

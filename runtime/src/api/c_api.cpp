@@ -267,6 +267,12 @@ fatpack_status fatpack_module_function(const fatpack_module* module, const char*
 
 struct CUmod_st* fatpack_module_handle(const fatpack_module* module) { return module ? module->m.handle() : nullptr; }
 struct CUctx_st* fatpack_module_context(const fatpack_module* module) { return module ? module->m.context() : nullptr; }
+fatpack_status fatpack_module_check(const fatpack_module* module) {
+  return guarded([&] {
+    if (!module) return fail(fatpack::errc::invalid_argument, "fatpack_module_check: null module");
+    return from(module->m.check());
+  });
+}
 int fatpack_module_device(const fatpack_module* module) { return module ? module->m.device() : -1; }
 const char* fatpack_module_report(const fatpack_module* module) { return module ? module->trace.c_str() : ""; }
 int fatpack_module_jit(const fatpack_module* module) { return module && module->m.report().jit ? 1 : 0; }
