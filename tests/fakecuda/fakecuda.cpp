@@ -168,8 +168,25 @@ struct fake_module {
   std::map<std::string, fake_function*> functions;
 };
 struct fake_function {
+  std::uint32_t magic = 0x46554e43;  // "FUNC": a CUfunction (a CUkernel passed to cuLaunchKernel has another)
   fake_module* module = nullptr;
   std::string name;
+};
+// Libraries (cuLibraryLoadData, CUDA 12.0): context-independent. A kernel's function in a context
+// (cuKernelGetFunction) lives in a per-context module the library loads lazily, which dies with the
+// context, as a module does.
+struct fake_kernel;
+struct fake_library {
+  int sm = 0;                          // a cubin's SM; 0 for PTX (JIT-compiled for each device)
+  bool arch_specific = false;
+  std::vector<std::string> kernels;
+  std::map<std::string, fake_kernel*> by_name;
+};
+struct fake_kernel {
+  std::uint32_t magic = 0x4b45524e;  // "KERN"
+  fake_library* lib = nullptr;
+  std::string name;
+  std::map<std::pair<fake_ctx*, unsigned long long>, fake_function*> per_context;
 };
 
 struct fake_link {
@@ -809,7 +826,7 @@ CUresult fk_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   }
   if (std::find(mod->kernels.begin(), mod->kernels.end(), name) == mod->kernels.end()) return CUDA_ERROR_NOT_FOUND;
   auto& slot = mod->functions[name];
-  if (!slot) slot = new fake_function{mod, name};
+  if (!slot) slot = new fake_function{0x46554e43, mod, name};
   *f = reinterpret_cast<CUfunction>(slot);
   return CUDA_SUCCESS;
 }
@@ -869,6 +886,93 @@ CUresult fk_cuLinkDestroy(CUlinkState s) {
   return CUDA_SUCCESS;
 }
 
+bool fits(int sm, bool arch_specific, int cc) {
+  return arch_specific ? sm == cc : (sm / 10 == cc / 10 && sm % 10 <= cc % 10);
+}
+
+CUresult fk_cuLibraryLoadData(CUlibrary* out, const void* image, CUjit_option*, void**, unsigned int,
+                              CUlibraryOption*, void**, unsigned int) {
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (!ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  const auto* p = static_cast<const std::uint8_t*>(image);
+  auto* lib = new fake_library();
+  if (p[0] == 0x7f && p[1] == 'E') {
+    cubin_info ci = parse_cubin(p);
+    if (!ci.ok) {
+      delete lib;
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    // The real driver loads a library for every device it can run on; none at all is an error.
+    bool any = false;
+    for (int cc : cfg().devices) any = any || fits(ci.sm, ci.arch_specific, cc);
+    if (!any) {
+      delete lib;
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    lib->sm = ci.sm;
+    lib->arch_specific = ci.arch_specific;
+    lib->kernels = ci.kernels;
+  } else if (std::strstr(static_cast<const char*>(image), ".version")) {
+    std::size_t len = std::strlen(static_cast<const char*>(image)) + 1;
+    lib->kernels = parse_ptx(p, len).entries;
+  } else {
+    delete lib;
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *out = reinterpret_cast<CUlibrary>(lib);
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuLibraryUnload(CUlibrary l) {
+  if (!l) return CUDA_ERROR_INVALID_HANDLE;
+  // Kept (never freed): its functions' modules go as modules do; nothing here can dangle.
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) {
+  if (!k || !l || !name) return CUDA_ERROR_INVALID_VALUE;
+  auto* lib = reinterpret_cast<fake_library*>(l);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (std::find(lib->kernels.begin(), lib->kernels.end(), name) == lib->kernels.end()) return CUDA_ERROR_NOT_FOUND;
+  auto& slot = lib->by_name[name];
+  if (!slot) {
+    slot = new fake_kernel();
+    slot->lib = lib;
+    slot->name = name;
+  }
+  *k = reinterpret_cast<CUkernel>(slot);
+  return CUDA_SUCCESS;
+}
+// The kernel's function in the current context, loaded there on first use.
+CUresult kernel_function(fake_kernel* k, fake_function** out) {
+  fake_ctx* ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  const int cc = cfg().devices[static_cast<std::size_t>(ctx->device)];
+  if (k->lib->sm && !fits(k->lib->sm, k->lib->arch_specific, cc)) return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  auto& f = k->per_context[{ctx, ctx->id}];
+  if (!f) {
+    auto* mod = new fake_module();
+    mod->ctx = ctx;
+    mod->ctx_id = ctx->id;
+    mod->kernels = k->lib->kernels;
+    g_modules.push_back(mod);
+    f = new fake_function();
+    f->module = mod;
+    f->name = k->name;
+    mod->functions[k->name] = f;
+    ++g_live_modules;
+  }
+  *out = f;
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuKernelGetFunction(CUfunction* out, CUkernel k) {
+  if (!out || !k) return CUDA_ERROR_INVALID_VALUE;
+  fake_function* f = nullptr;
+  CUresult r = kernel_function(reinterpret_cast<fake_kernel*>(k), &f);
+  if (r == CUDA_SUCCESS) *out = reinterpret_cast<CUfunction>(f);
+  return r;
+}
+
 // Checks what the real driver checks of a launch (a current context, the function's module loaded in
 // it) and runs nothing.
 CUresult fk_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
@@ -877,6 +981,11 @@ CUresult fk_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsig
   fake_ctx* ctx = current();
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   auto* fn = reinterpret_cast<fake_function*>(f);
+  if (fn->magic == 0x4b45524e) {  // a CUkernel: its function in the current context (as the driver does)
+    fake_function* kf = nullptr;
+    if (CUresult r = kernel_function(reinterpret_cast<fake_kernel*>(f), &kf); r != CUDA_SUCCESS) return r;
+    fn = kf;
+  }
   std::lock_guard<std::mutex> lock(g_mu);
   if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   if (fn->module->dead) {
@@ -904,6 +1013,7 @@ const proc k_procs[] = {
     FK(cuCtxGetCurrent), FK(cuCtxGetDevice), FK(cuCtxSetCurrent), FK(cuModuleLoadDataEx), FK(cuModuleLoadData), FK(cuModuleUnload),
     FK(cuModuleGetFunction), FK(cuLinkCreate), FK(cuLinkAddData), FK(cuLinkComplete), FK(cuLinkDestroy),
     FK(cuCtxGetId), FK(cuCtxCreate), FK(cuCtxDestroy), FK(cuCtxSynchronize), FK(cuLaunchKernel),
+    FK(cuLibraryLoadData), FK(cuLibraryUnload), FK(cuLibraryGetKernel), FK(cuKernelGetFunction),
 };
 #undef FK
 

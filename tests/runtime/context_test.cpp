@@ -24,8 +24,13 @@
 //             (CC 9.x) an sm_90 cubin, given without a size and freed right after the call, in the
 //             application's context on each device; fatpackModuleUnload; bytes it cannot read are
 //             CUDA_ERROR_INVALID_IMAGE with the reason (in the Ex form's error log buffer too)
-//   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId) a driver without cuCtxGetId: primary
-//             contexts work and are shared; a load from an own context is refused with a clear error
+//   library   load_library: one CUlibrary for the device, its CUkernel launched (in place of a
+//             CUfunction, and through its function) in a context made before the load, one made after,
+//             the primary context, and the first again after another was destroyed; the second device
+//             gets its own library and entry
+//   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId,cuLibraryLoadData) a driver without
+//             cuCtxGetId: primary contexts work and are shared; a load from an own context is refused
+//             with a clear error; load_library without cuLibraryLoadData is a clear error
 //
 // On a real GPU the kernels run: vadd over 2^20 floats, checked against the CPU.
 //
@@ -283,6 +288,13 @@ int main(int argc, char** argv) {
       EXPECT(current() == c, "the application's context is no longer current");
       cu.ctx_destroy(c);
     });
+    run_case("no-library: a driver without cuLibraryLoadData gets a clear error from load_library", [] {
+      auto lib = fatpack::load_library("ctx_vadd");
+      EXPECT(!lib, "load_library without cuLibraryLoadData");
+      if (!lib)
+        EXPECT(lib.error().code == fatpack::errc::driver_symbol_missing && has(lib.error().message, "cuLibraryLoadData"),
+               "%s", lib.error().what());
+    });
     std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
     return g_failures ? 1 : 0;
   }
@@ -500,6 +512,77 @@ int main(int argc, char** argv) {
     EXPECT(r == CUDA_ERROR_INVALID_IMAGE, "Ex: CUresult %d", static_cast<int>(r));
     EXPECT(has(log, "fatpackModuleLoadDataEx") && has(log, "PTX"), "error log: %s", log);
     cu.ctx_destroy(own);
+  });
+
+  run_case("library: one load, its kernels launch in every context of the device, present and future", [ndev] {
+    CUcontext before = nullptr;
+    EXPECT(cu.ctx_create(&before, 0, 0) == CUDA_SUCCESS, "cuCtxCreate (before the load)");
+    fatpack::load_options o;
+    o.device = 0;
+    auto lib = fatpack::load_library("ctx_vadd", o);
+    EXPECT(lib.has_value(), "load_library: %s", lib ? "" : lib.error().what());
+    if (!lib) return;
+    EXPECT(current() == before, "load_library changed the current context");
+    EXPECT(lib->report().target == "sm_90" || fatpack::device(0).value().cc_major != 9, "target %s",
+           lib->report().target.c_str());
+    auto again = fatpack::load_library("ctx_vadd", o);
+    EXPECT(again && again->handle() == lib->handle(), "a second library for the same module and device");
+    auto k = lib->kernel("vadd");
+    EXPECT(k.has_value(), "kernel(vadd): %s", k ? "" : k.error().what());
+    auto missing = lib->kernel("no_such_kernel");
+    EXPECT(!missing && missing.error().code == fatpack::errc::not_found && has(missing.error().message, "saxpy"),
+           "kernel(no_such_kernel): %s", missing ? "found" : missing.error().what());
+    if (!k) return;
+    CUdeviceptr p = 0;
+    int n = 1;
+    void* args[] = {&p, &p, &p, &n};
+    // A CUkernel in place of a CUfunction, and the kernel's function, in each context.
+    auto launch_in = [&](const char* what) {
+      EXPECT(cu.launch(reinterpret_cast<CUfunction>(*k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS,
+             "%s: cuLaunchKernel(CUkernel)", what);
+      auto f = lib->function("vadd");
+      EXPECT(f.has_value(), "%s: function(): %s", what, f ? "" : f.error().what());
+      if (f) EXPECT(cu.launch(*f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS, "%s: launch", what);
+      return f ? *f : nullptr;
+    };
+    CUfunction f_before = launch_in("the context made before the load");
+    CUcontext after = nullptr;
+    EXPECT(cu.ctx_create(&after, 0, 0) == CUDA_SUCCESS, "cuCtxCreate (after the load)");
+    CUfunction f_after = launch_in("a context made after the load");
+    EXPECT(f_before != f_after, "one CUfunction for two contexts");
+    EXPECT(cu.ctx_destroy(after) == CUDA_SUCCESS, "cuCtxDestroy");
+    CUcontext primary = nullptr;
+    CUdevice dev0 = 0;
+    cu.device_get(&dev0, 0);
+    EXPECT(cu.retain(&primary, dev0) == CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
+    cu.set_current(primary);  // replaces `before` on this thread's stack
+    launch_in("the primary context");
+    cu.set_current(before);
+    launch_in("the first context again, after another was destroyed");
+    cu.release(dev0);
+    // Another device of another CC gets its own library with its own entry.
+    if (ndev > 1) {
+      const auto info1 = fatpack::device(1).value();
+      o.device = 1;
+      auto lib1 = fatpack::load_library("ctx_vadd", o);
+      EXPECT(lib1 && lib1->device() == 1 && lib1->handle() != lib->handle(), "device 1: %s",
+             lib1 ? "the same library" : lib1.error().what());
+      if (lib1) {
+        std::printf("  device 0 -> %s, device 1 (CC %d.%d) -> %s\n", lib->report().target.c_str(), info1.cc_major,
+                    info1.cc_minor, lib1->report().target.c_str());
+        CUdevice dev1 = 0;
+        cu.device_get(&dev1, 1);
+        CUcontext c1 = nullptr;
+        EXPECT(cu.ctx_create(&c1, 0, dev1) == CUDA_SUCCESS, "cuCtxCreate on device 1");
+        auto k1 = lib1->kernel("vadd");
+        EXPECT(k1 && cu.launch(reinterpret_cast<CUfunction>(*k1), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) ==
+                         CUDA_SUCCESS,
+               "device 1: launch of its library's kernel");
+        cu.ctx_destroy(c1);
+      }
+    }
+    lib->reset();
+    cu.ctx_destroy(before);
   });
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);

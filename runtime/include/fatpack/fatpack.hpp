@@ -43,6 +43,8 @@
 struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
+struct CUlib_st;
+struct CUkern_st;
 
 FATPACK_BEGIN_HIDDEN
 namespace fatpack {
@@ -50,6 +52,8 @@ namespace fatpack {
 using cu_function = ::CUfunc_st*;  // CUfunction
 using cu_module = ::CUmod_st*;     // CUmodule
 using cu_context = ::CUctx_st*;    // CUcontext
+using cu_library = ::CUlib_st*;    // CUlibrary (CUDA 12.0)
+using cu_kernel = ::CUkern_st*;    // CUkernel, the same handle as cudart's cudaKernel_t
 
 // Which entries may be used (docs/design.md §2). The process default comes from set_policy() and the
 // environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
@@ -225,6 +229,46 @@ class module {
 
 // Loads `module_name` (a module of a registered package) on a device.
 FATPACK_API result<module> load_module(std::string_view module_name, const load_options& options = {});
+
+// A module loaded as a context-independent library (cuLibraryLoadData, drivers for CUDA 12.0 and
+// later) for one device: the same selection, JIT and cache as a module, and its kernels (CUkernel)
+// are valid in every context of that device, the primary one and the application's own, present and
+// future; cuLaunchKernel takes a CUkernel in place of a CUfunction, cudart's cudaLaunchKernel takes
+// it as a cudaKernel_t. One library per (package, module, device, policy), shared by the handles;
+// the last handle unloads it. Move-only.
+class library {
+ public:
+  library() noexcept = default;
+  library(library&&) noexcept = default;
+  library& operator=(library&&) noexcept = default;
+  library(const library&) = delete;
+  library& operator=(const library&) = delete;
+  ~library() = default;
+
+  bool valid() const noexcept { return state_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+
+  // cuLibraryGetKernel. errc::not_found names the kernels the library has.
+  FATPACK_API result<cu_kernel> kernel(std::string_view name) const;
+  // cuKernelGetFunction: the kernel's CUfunction in the calling thread's current context.
+  FATPACK_API result<cu_function> function(std::string_view name) const;
+  FATPACK_API cu_library handle() const noexcept;
+  FATPACK_API int device() const noexcept;
+  FATPACK_API const std::string& package_name() const noexcept;
+  FATPACK_API const std::string& name() const noexcept;
+  FATPACK_API std::vector<std::string> kernels() const;
+  FATPACK_API const load_report& report() const noexcept;
+  void reset() noexcept { state_.reset(); }
+
+ private:
+  friend struct detail::module_access;
+  explicit library(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
+  std::shared_ptr<detail::module_state> state_;
+};
+
+// Loads `module_name` as a library on a device (-1: the current context's device, else 0).
+// errc::driver_symbol_missing when the driver has no cuLibraryLoadData (older than CUDA 12.0).
+FATPACK_API result<library> load_library(std::string_view module_name, const load_options& options = {});
 
 // The selector's answer for a module on a device, without loading anything (what `fatpack plan`
 // says for this process's device and driver).

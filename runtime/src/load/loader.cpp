@@ -39,14 +39,23 @@ struct load_outcome {
   std::string log;
 };
 
-// cuModuleLoadDataEx with the driver's error log captured, in `ctx`.
-load_outcome load_image(const driver& d, CUcontext ctx, const void* image) {
+// cuModuleLoadDataEx with the driver's error log captured, in `ctx`; or cuLibraryLoadData (no
+// context) when `lib` is given.
+load_outcome load_image(const driver& d, CUcontext ctx, const void* image, CUlibrary* lib = nullptr) {
   constexpr std::size_t log_size = 16 * 1024;
   auto err = std::make_unique<char[]>(log_size);
   err[0] = 0;
   CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* vals[] = {err.get(), reinterpret_cast<void*>(static_cast<std::uintptr_t>(log_size - 1))};
   load_outcome out;
+  if (lib) {
+    out.status = d.cuLibraryLoadData(lib, image, keys, vals, 2, nullptr, nullptr, 0);
+    if (out.status != CUDA_SUCCESS) {
+      *lib = nullptr;
+      out.log = std::string(err.get(), strnlen(err.get(), log_size));
+    }
+    return out;
+  }
   scoped_context current(d, ctx);
   if (!current.ok()) {
     out.status = CUDA_ERROR_INVALID_CONTEXT;
@@ -85,6 +94,7 @@ void fill_header(load_report& rep, const device& dev, const module_entries& me, 
 }  // namespace
 
 module_state::~module_state() {
+  if (lib && drv) (void)drv->cuLibraryUnload(lib);  // context-independent: always still loaded
   // A module of a destroyed context went with it: its handle must not reach the driver again.
   if (mod && drv && context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) {
     scoped_context current(*drv, ctx.ctx);
@@ -93,6 +103,7 @@ module_state::~module_state() {
 }
 
 status module_state::check_context() const {
+  if (lib) return {};
   if (context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) return {};
   char c[32];
   std::snprintf(c, sizeof c, "%p", static_cast<const void*>(ctx.ctx));
@@ -122,7 +133,7 @@ load_report plan_entries(const device& dev, const module_entries& me, policy p) 
 }
 
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p, target_context ctx) {
+                                                   policy p, target_context ctx, bool library) {
   stopwatch total;
   auto st = std::make_shared<module_state>();
   st->drv = &drv;
@@ -158,12 +169,12 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     // Hands `image` to the driver in the module's context and records the outcome in `a`.
     auto load_and_record = [&](const void* image, const char* call) {
       stopwatch sw;
-      lo = load_image(drv, st->ctx.ctx, image);
+      lo = load_image(drv, st->ctx.ctx, image, library ? &st->lib : nullptr);
       a.load_ms = sw.ms();
       status = lo.status;
       if (status != CUDA_SUCCESS) {
         any_load_refused = true;
-        a.message = drv.call_failed(call, status);
+        a.message = drv.call_failed(library ? "cuLibraryLoadData" : call, status);
         a.log = lo.log;
       }
     };

@@ -32,6 +32,7 @@ struct module_state {
   std::string module_name;
   target_context ctx;  // the context the module lives in (and fatpack's reference when it is primary)
   CUmodule mod = nullptr;
+  CUlibrary lib = nullptr;  // a library (load_library) instead of a module: no context (ctx.ctx null)
   load_report report;
   std::vector<std::string> kernels;
 
@@ -54,6 +55,6 @@ load_report plan_entries(const device& dev, const module_entries& me, policy p);
 // Loads the module on `dev` into `ctx` (choose_context); the report is in the returned state (and in
 // the error's message).
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p, target_context ctx);
+                                                   policy p, target_context ctx, bool library = false);
 
 }  // namespace fatpack::detail

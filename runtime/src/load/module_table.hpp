@@ -24,7 +24,7 @@ class module_table {
  public:
   static module_table& instance();
   result<std::shared_ptr<module_state>> get_or_load(const driver& drv, const device& dev, const module_entries& me,
-                                                    policy p, target_context ctx);
+                                                    policy p, target_context ctx, bool library = false);
 
  private:
   struct slot {

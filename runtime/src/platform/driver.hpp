@@ -52,8 +52,13 @@ namespace fatpack::detail {
 // Entry points the runtime uses when the driver has them; a missing one stays nullptr and the
 // caller falls back (see each use).
 //   cuCtxGetId (CUDA 12.0): tells a context from a later one at the same address (load/module_table).
+//   cuLibrary* / cuKernelGetFunction (CUDA 12.0): context-independent libraries (fatpack::library).
 #define FATPACK_DRIVER_OPTIONAL_FUNCTIONS(X) \
-  X(cuCtxGetId)
+  X(cuCtxGetId)                              \
+  X(cuLibraryLoadData)                       \
+  X(cuLibraryUnload)                         \
+  X(cuLibraryGetKernel)                      \
+  X(cuKernelGetFunction)
 
 inline constexpr int abi_version = 12000;          // signatures requested from cuGetProcAddress
 inline constexpr int min_driver_version = 12000;   // oldest driver fatpack accepts
