@@ -217,11 +217,12 @@ void per_device_own_context(int ndev, const std::function<void(int, const fatpac
 int docs_snippet(CUresult& launched) {
   const auto cuLaunchKernel = cu.launch;
   CUdeviceptr a = 0, b = 0, c = 0;
-  int n = 256;
+  int n = g_fake ? 256 : 0;  // on a GPU no thread touches the (null) pointers
   unsigned grid = 1;
   CUstream stream = nullptr;
 #include "docs_launch_snippet.inc"
   launched = r;
+  if (r == CUDA_SUCCESS) launched = cu.sync();  // the launch ran (on a GPU)
   return 0;
 }
 
@@ -343,7 +344,7 @@ int main(int argc, char** argv) {
     EXPECT(launch_vadd(m2) == CUDA_SUCCESS, "launch of context 2's module in context 2");
     // A function of context 1's module does not launch in context 2 (the driver refuses it).
     CUdeviceptr p = 0;
-    int n = 1;
+    int n = 0;  // no thread touches the (null) pointers on a real GPU
     void* args[] = {&p, &p, &p, &n};
     CUresult wrong = cu.launch(m1.function("vadd").value(), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr);
     EXPECT(wrong != CUDA_SUCCESS, "context 1's function launched in context 2");
@@ -480,7 +481,7 @@ int main(int argc, char** argv) {
         if (f) {
           // A module of the current context: the launch finds it.
           CUdeviceptr p = 0;
-          int n = 1;
+          int n = 0;
           void* args[] = {&p, &p, &p, &n};
           if (g_fake)
             EXPECT(cu.launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS, "device %d: %s: launch",
@@ -534,7 +535,7 @@ int main(int argc, char** argv) {
            "kernel(no_such_kernel): %s", missing ? "found" : missing.error().what());
     if (!k) return;
     CUdeviceptr p = 0;
-    int n = 1;
+    int n = 0;  // no thread touches the (null) pointers on a real GPU
     void* args[] = {&p, &p, &p, &n};
     // A CUkernel in place of a CUfunction, and the kernel's function, in each context.
     auto launch_in = [&](const char* what) {
