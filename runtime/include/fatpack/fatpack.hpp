@@ -184,6 +184,31 @@ struct module_state;
 struct module_access;
 }  // namespace detail
 
+// What a module and a library handle share: the loaded entry of a module on one device and its
+// description. Move-only; the last handle to the loaded code unloads it.
+class loaded_code {
+ public:
+  bool valid() const noexcept { return state_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+  FATPACK_API int device() const noexcept;
+  FATPACK_API const std::string& package_name() const noexcept;
+  FATPACK_API const std::string& name() const noexcept;
+  FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
+  FATPACK_API const load_report& report() const noexcept;
+  // Drops this handle (unloads the code if it was the last one).
+  void reset() noexcept { state_.reset(); }
+
+ protected:
+  loaded_code() noexcept = default;
+  explicit loaded_code(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
+  loaded_code(loaded_code&&) noexcept = default;
+  loaded_code& operator=(loaded_code&&) noexcept = default;
+  loaded_code(const loaded_code&) = delete;
+  loaded_code& operator=(const loaded_code&) = delete;
+  ~loaded_code() = default;
+  std::shared_ptr<detail::module_state> state_;
+};
+
 // A module loaded on one device, in one context: the calling thread's current context when it had
 // one on that device (an application's own cuCtxCreate context), else the device's primary context
 // (shared with cudart). Move-only; holds the module (and, for the primary context, a reference on
@@ -191,17 +216,9 @@ struct module_access;
 // handle lives and its context exists. Handles of the same (package, module, context, policy) share
 // one loaded CUmodule; contexts are told apart by cuCtxGetId, so a new context at a destroyed one's
 // address gets its own module.
-class module {
+class module : public loaded_code {
  public:
   module() noexcept = default;
-  module(module&&) noexcept = default;
-  module& operator=(module&&) noexcept = default;
-  module(const module&) = delete;
-  module& operator=(const module&) = delete;
-  ~module() = default;
-
-  bool valid() const noexcept { return state_ != nullptr; }
-  explicit operator bool() const noexcept { return valid(); }
 
   // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
   FATPACK_API result<cu_function> function(std::string_view kernel) const;
@@ -212,19 +229,10 @@ class module {
   // (errc::cuda, cuda_status CUDA_ERROR_CONTEXT_IS_DESTROYED) naming package, module, device and
   // driver; function() returns the same. Releasing such a handle is safe (nothing is unloaded).
   FATPACK_API status check() const;
-  FATPACK_API int device() const noexcept;
-  FATPACK_API const std::string& package_name() const noexcept;
-  FATPACK_API const std::string& name() const noexcept;
-  FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
-  FATPACK_API const load_report& report() const noexcept;
-
-  // Drops this handle (unloads the module if it was the last one).
-  void reset() noexcept { state_.reset(); }
 
  private:
   friend struct detail::module_access;
-  explicit module(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
-  std::shared_ptr<detail::module_state> state_;
+  explicit module(std::shared_ptr<detail::module_state> s) noexcept : loaded_code(std::move(s)) {}
 };
 
 // Loads `module_name` (a module of a registered package) on a device.
@@ -236,34 +244,19 @@ FATPACK_API result<module> load_module(std::string_view module_name, const load_
 // future; cuLaunchKernel takes a CUkernel in place of a CUfunction, cudart's cudaLaunchKernel takes
 // it as a cudaKernel_t. One library per (package, module, device, policy), shared by the handles;
 // the last handle unloads it. Move-only.
-class library {
+class library : public loaded_code {
  public:
   library() noexcept = default;
-  library(library&&) noexcept = default;
-  library& operator=(library&&) noexcept = default;
-  library(const library&) = delete;
-  library& operator=(const library&) = delete;
-  ~library() = default;
-
-  bool valid() const noexcept { return state_ != nullptr; }
-  explicit operator bool() const noexcept { return valid(); }
 
   // cuLibraryGetKernel. errc::not_found names the kernels the library has.
   FATPACK_API result<cu_kernel> kernel(std::string_view name) const;
   // cuKernelGetFunction: the kernel's CUfunction in the calling thread's current context.
   FATPACK_API result<cu_function> function(std::string_view name) const;
   FATPACK_API cu_library handle() const noexcept;
-  FATPACK_API int device() const noexcept;
-  FATPACK_API const std::string& package_name() const noexcept;
-  FATPACK_API const std::string& name() const noexcept;
-  FATPACK_API std::vector<std::string> kernels() const;
-  FATPACK_API const load_report& report() const noexcept;
-  void reset() noexcept { state_.reset(); }
 
  private:
   friend struct detail::module_access;
-  explicit library(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
-  std::shared_ptr<detail::module_state> state_;
+  explicit library(std::shared_ptr<detail::module_state> s) noexcept : loaded_code(std::move(s)) {}
 };
 
 // Loads `module_name` as a library on a device (-1: the current context's device, else 0).

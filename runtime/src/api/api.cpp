@@ -233,20 +233,6 @@ result<cu_function> library::function(std::string_view name) const {
 }
 
 cu_library library::handle() const noexcept { return state_ ? state_->lib : nullptr; }
-int library::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
-const std::string& library::package_name() const noexcept {
-  static const std::string empty;
-  return state_ ? state_->package->name : empty;
-}
-const std::string& library::name() const noexcept {
-  static const std::string empty;
-  return state_ ? state_->module_name : empty;
-}
-std::vector<std::string> library::kernels() const { return state_ ? state_->kernels : std::vector<std::string>{}; }
-const load_report& library::report() const noexcept {
-  static const load_report empty;
-  return state_ ? state_->report : empty;
-}
 
 result<load_report> plan_module(std::string_view module_name, const load_options& options) {
   auto r = resolve(module_name, options);
@@ -281,18 +267,18 @@ status module::check() const {
   if (!state_) return error{errc::invalid_argument, 0, "check(): empty module handle", {}};
   return state_->check_context();
 }
-int module::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
+int loaded_code::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
 
-const std::string& module::package_name() const noexcept {
+const std::string& loaded_code::package_name() const noexcept {
   static const std::string empty;
   return state_ ? state_->package->name : empty;
 }
-const std::string& module::name() const noexcept {
+const std::string& loaded_code::name() const noexcept {
   static const std::string empty;
   return state_ ? state_->module_name : empty;
 }
-std::vector<std::string> module::kernels() const { return state_ ? state_->kernels : std::vector<std::string>{}; }
-const load_report& module::report() const noexcept {
+std::vector<std::string> loaded_code::kernels() const { return state_ ? state_->kernels : std::vector<std::string>{}; }
+const load_report& loaded_code::report() const noexcept {
   static const load_report empty;
   return state_ ? state_->report : empty;
 }
