@@ -32,8 +32,19 @@
 // Static settings (devices, version) are read once; the failure knobs on every call, so a test can
 // switch them between loads.
 //
+// Contexts, as the real driver has them (issue 11): every context has an id (cuCtxGetId, unique for
+// the process); cuCtxCreate makes a context and pushes it; cuCtxDestroy destroys it and every module
+// loaded in it. A destroyed context's memory is reused by the next cuCtxCreate, so its CUcontext
+// pointer comes back with a new id (as a real driver's may). A module belongs to the context that was
+// current when it was loaded: cuLaunchKernel of a function fails with CUDA_ERROR_INVALID_HANDLE when
+// another context is current (CUDA_ERROR_INVALID_CONTEXT when none is). A module or function of a
+// destroyed context is never freed; any later use of it (unload, get function, launch) returns
+// CUDA_ERROR_INVALID_HANDLE and counts as a stale use (where a real driver may crash):
+// fakecuda_stale_uses().
+//
 // Introspection for in-process tests: fakecuda_jit_count(), fakecuda_module_loads(),
-// fakecuda_live_modules(), fakecuda_primary_refcount(dev).
+// fakecuda_live_modules(), fakecuda_primary_refcount(dev), fakecuda_launches(),
+// fakecuda_stale_uses(), fakecuda_live_modules_in(ctx).
 #include <cuda.h>
 
 #include <algorithm>
@@ -143,18 +154,39 @@ bool list_has(const char* list, const std::string& item) {
 
 struct fake_ctx {
   int device = 0;
-  int refcount = 0;
+  int refcount = 0;              // primary contexts: retain count; created ones: 1 while alive
+  bool primary = false;
+  unsigned long long id = 0;     // cuCtxGetId; a new one each time the context is (re)created
 };
 
 struct fake_function;
 struct fake_module {
   fake_ctx* ctx = nullptr;
+  unsigned long long ctx_id = 0;  // the id of the context it was loaded in
+  bool dead = false;              // its context was destroyed
   std::vector<std::string> kernels;
   std::map<std::string, fake_function*> functions;
 };
 struct fake_function {
+  std::uint32_t magic = 0x46554e43;  // "FUNC": a CUfunction (a CUkernel passed to cuLaunchKernel has another)
   fake_module* module = nullptr;
   std::string name;
+};
+// Libraries (cuLibraryLoadData, CUDA 12.0): context-independent. A kernel's function in a context
+// (cuKernelGetFunction) lives in a per-context module the library loads lazily, which dies with the
+// context, as a module does.
+struct fake_kernel;
+struct fake_library {
+  int sm = 0;                          // a cubin's SM; 0 for PTX (JIT-compiled for each device)
+  bool arch_specific = false;
+  std::vector<std::string> kernels;
+  std::map<std::string, fake_kernel*> by_name;
+};
+struct fake_kernel {
+  std::uint32_t magic = 0x4b45524e;  // "KERN"
+  fake_library* lib = nullptr;
+  std::string name;
+  std::map<std::pair<fake_ctx*, unsigned long long>, fake_function*> per_context;
 };
 
 struct fake_link {
@@ -172,12 +204,26 @@ struct fake_link {
 std::mutex g_mu;
 bool g_initialized = false;
 std::vector<fake_ctx> g_primary;  // one per device
+std::vector<fake_ctx*> g_created;  // every context cuCtxCreate made (never freed; guarded by g_mu)
+std::vector<fake_ctx*> g_free;     // destroyed ones, reused by the next cuCtxCreate (same pointer)
+std::vector<fake_module*> g_modules;  // live modules (guarded by g_mu)
+unsigned long long g_next_ctx_id = 1;  // guarded by g_mu
+std::atomic<int> g_launches{0};
+std::atomic<int> g_stale_uses{0};
 std::atomic<int> g_jit_count{0};
 std::atomic<int> g_module_loads{0};
 std::atomic<int> g_live_modules{0};
 thread_local std::vector<fake_ctx*> t_ctx_stack;
 
 fake_ctx* current() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
+
+// A context is alive while its refcount is positive (a released primary context is inactive, a
+// destroyed one has 0). Call with g_mu held.
+bool alive(const fake_ctx* c) { return c && c->refcount > 0; }
+
+bool is_live_module(const fake_module* m) {
+  return std::find(g_modules.begin(), g_modules.end(), m) != g_modules.end();
+}
 
 void write_log(char* buf, std::size_t size, const std::string& text) {
   if (!buf || size == 0) return;
@@ -476,7 +522,10 @@ CUresult fk_cuInit(unsigned int) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_initialized) {
     g_primary.resize(cfg().devices.size());
-    for (std::size_t i = 0; i < g_primary.size(); ++i) g_primary[i].device = static_cast<int>(i);
+    for (std::size_t i = 0; i < g_primary.size(); ++i) {
+      g_primary[i].device = static_cast<int>(i);
+      g_primary[i].primary = true;
+    }
     g_initialized = true;
   }
   return CUDA_SUCCESS;
@@ -508,6 +557,7 @@ const err_name k_errs[] = {
     {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
 };
 
 CUresult fk_cuGetErrorName(CUresult r, const char** s) {
@@ -569,6 +619,7 @@ CUresult fk_cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
   if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(g_mu);
   auto& pc = g_primary[static_cast<std::size_t>(d)];
+  if (pc.refcount == 0) pc.id = g_next_ctx_id++;  // (re)created: a new context
   ++pc.refcount;
   *c = reinterpret_cast<CUcontext>(&pc);
   return CUDA_SUCCESS;
@@ -581,12 +632,20 @@ CUresult fk_cuDevicePrimaryCtxRelease(CUdevice d) {
   --pc.refcount;
   return CUDA_SUCCESS;
 }
+CUresult fk_cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, int* active) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  *flags = 0;
+  *active = g_primary[static_cast<std::size_t>(d)].refcount > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
 CUresult fk_cuCtxPushCurrent(CUcontext c) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   auto* fc = reinterpret_cast<fake_ctx*>(c);
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (fc->refcount <= 0) return CUDA_ERROR_INVALID_CONTEXT;  // a released primary context is inactive
+    if (!alive(fc)) return CUDA_ERROR_INVALID_CONTEXT;  // a released primary context, a destroyed one
   }
   t_ctx_stack.push_back(fc);
   return CUDA_SUCCESS;
@@ -607,10 +666,68 @@ CUresult fk_cuCtxGetDevice(CUdevice* d) {
   return CUDA_SUCCESS;
 }
 CUresult fk_cuCtxSetCurrent(CUcontext c) {
+  if (c) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!alive(reinterpret_cast<fake_ctx*>(c))) return CUDA_ERROR_INVALID_CONTEXT;
+  }
   if (!t_ctx_stack.empty()) t_ctx_stack.pop_back();
   if (c) t_ctx_stack.push_back(reinterpret_cast<fake_ctx*>(c));
   return CUDA_SUCCESS;
 }
+CUresult fk_cuCtxGetId(CUcontext c, unsigned long long* id) {
+  if (!id) return CUDA_ERROR_INVALID_VALUE;
+  fake_ctx* fc = c ? reinterpret_cast<fake_ctx*>(c) : current();
+  if (!fc) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!alive(fc)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *id = fc->id;
+  return CUDA_SUCCESS;
+}
+// The CUDA 12.0 ABI's cuCtxCreate (cuCtxCreate_v2): creates a context and pushes it.
+CUresult fk_cuCtxCreate(CUcontext* out, unsigned int, CUdevice d) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  fake_ctx* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_free.empty()) {
+      c = g_free.back();  // the memory of a destroyed context: the same CUcontext value again
+      g_free.pop_back();
+    } else {
+      c = new fake_ctx();
+      g_created.push_back(c);
+    }
+    c->device = d;
+    c->primary = false;
+    c->refcount = 1;
+    c->id = g_next_ctx_id++;
+  }
+  t_ctx_stack.push_back(c);
+  *out = reinterpret_cast<CUcontext>(c);
+  return CUDA_SUCCESS;
+}
+// Destroys a created context and every module loaded in it; pops it when it is current here.
+CUresult fk_cuCtxDestroy(CUcontext c) {
+  auto* fc = reinterpret_cast<fake_ctx*>(c);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!fc || fc->primary || !alive(fc)) return CUDA_ERROR_INVALID_CONTEXT;
+    fc->refcount = 0;
+    for (auto it = g_modules.begin(); it != g_modules.end();) {
+      if ((*it)->ctx == fc) {
+        (*it)->dead = true;  // kept (never freed) so that a stale use is counted, not a crash
+        --g_live_modules;
+        it = g_modules.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    g_free.push_back(fc);
+  }
+  t_ctx_stack.erase(std::remove(t_ctx_stack.begin(), t_ctx_stack.end(), fc), t_ctx_stack.end());
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuCtxSynchronize() { return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
 CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, CUjit_option* keys, void** vals) {
   fake_ctx* ctx = current();
@@ -667,6 +784,15 @@ CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, C
   auto* mod = new fake_module();
   mod->ctx = ctx;
   mod->kernels = std::move(kernels);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!alive(ctx)) {
+      delete mod;
+      return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    mod->ctx_id = ctx->id;
+    g_modules.push_back(mod);
+  }
   ++g_module_loads;
   ++g_live_modules;
   *m = reinterpret_cast<CUmodule>(mod);
@@ -676,6 +802,14 @@ CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, C
 CUresult fk_cuModuleUnload(CUmodule m) {
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
   auto* mod = reinterpret_cast<fake_module*>(m);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!is_live_module(mod)) {
+      ++g_stale_uses;  // unloading a module of a destroyed context (or twice)
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+    g_modules.erase(std::find(g_modules.begin(), g_modules.end(), mod));
+  }
   for (auto& f : mod->functions) delete f.second;
   delete mod;
   --g_live_modules;
@@ -686,9 +820,13 @@ CUresult fk_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   if (!m || !name || !f) return CUDA_ERROR_INVALID_VALUE;
   auto* mod = reinterpret_cast<fake_module*>(m);
   std::lock_guard<std::mutex> lock(g_mu);
+  if (!is_live_module(mod)) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   if (std::find(mod->kernels.begin(), mod->kernels.end(), name) == mod->kernels.end()) return CUDA_ERROR_NOT_FOUND;
   auto& slot = mod->functions[name];
-  if (!slot) slot = new fake_function{mod, name};
+  if (!slot) slot = new fake_function{0x46554e43, mod, name};
   *f = reinterpret_cast<CUfunction>(slot);
   return CUDA_SUCCESS;
 }
@@ -748,6 +886,118 @@ CUresult fk_cuLinkDestroy(CUlinkState s) {
   return CUDA_SUCCESS;
 }
 
+bool fits(int sm, bool arch_specific, int cc) {
+  return arch_specific ? sm == cc : (sm / 10 == cc / 10 && sm % 10 <= cc % 10);
+}
+
+CUresult fk_cuLibraryLoadData(CUlibrary* out, const void* image, CUjit_option*, void**, unsigned int,
+                              CUlibraryOption*, void**, unsigned int) {
+  if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (!ready()) return CUDA_ERROR_NOT_INITIALIZED;
+  const auto* p = static_cast<const std::uint8_t*>(image);
+  auto* lib = new fake_library();
+  if (p[0] == 0x7f && p[1] == 'E') {
+    cubin_info ci = parse_cubin(p);
+    if (!ci.ok) {
+      delete lib;
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    // The real driver loads a library for every device it can run on; none at all is an error.
+    bool any = false;
+    for (int cc : cfg().devices) any = any || fits(ci.sm, ci.arch_specific, cc);
+    if (!any) {
+      delete lib;
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    lib->sm = ci.sm;
+    lib->arch_specific = ci.arch_specific;
+    lib->kernels = ci.kernels;
+  } else if (std::strstr(static_cast<const char*>(image), ".version")) {
+    std::size_t len = std::strlen(static_cast<const char*>(image)) + 1;
+    lib->kernels = parse_ptx(p, len).entries;
+  } else {
+    delete lib;
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *out = reinterpret_cast<CUlibrary>(lib);
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuLibraryUnload(CUlibrary l) {
+  if (!l) return CUDA_ERROR_INVALID_HANDLE;
+  // Kept (never freed): its functions' modules go as modules do; nothing here can dangle.
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) {
+  if (!k || !l || !name) return CUDA_ERROR_INVALID_VALUE;
+  auto* lib = reinterpret_cast<fake_library*>(l);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (std::find(lib->kernels.begin(), lib->kernels.end(), name) == lib->kernels.end()) return CUDA_ERROR_NOT_FOUND;
+  auto& slot = lib->by_name[name];
+  if (!slot) {
+    slot = new fake_kernel();
+    slot->lib = lib;
+    slot->name = name;
+  }
+  *k = reinterpret_cast<CUkernel>(slot);
+  return CUDA_SUCCESS;
+}
+// The kernel's function in the current context, loaded there on first use.
+CUresult kernel_function(fake_kernel* k, fake_function** out) {
+  fake_ctx* ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  const int cc = cfg().devices[static_cast<std::size_t>(ctx->device)];
+  if (k->lib->sm && !fits(k->lib->sm, k->lib->arch_specific, cc)) return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  auto& f = k->per_context[{ctx, ctx->id}];
+  if (!f) {
+    auto* mod = new fake_module();
+    mod->ctx = ctx;
+    mod->ctx_id = ctx->id;
+    mod->kernels = k->lib->kernels;
+    g_modules.push_back(mod);
+    f = new fake_function();
+    f->module = mod;
+    f->name = k->name;
+    mod->functions[k->name] = f;
+    ++g_live_modules;
+  }
+  *out = f;
+  return CUDA_SUCCESS;
+}
+CUresult fk_cuKernelGetFunction(CUfunction* out, CUkernel k) {
+  if (!out || !k) return CUDA_ERROR_INVALID_VALUE;
+  fake_function* f = nullptr;
+  CUresult r = kernel_function(reinterpret_cast<fake_kernel*>(k), &f);
+  if (r == CUDA_SUCCESS) *out = reinterpret_cast<CUfunction>(f);
+  return r;
+}
+
+// Checks what the real driver checks of a launch (a current context, the function's module loaded in
+// it) and runs nothing.
+CUresult fk_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                           unsigned int by, unsigned int bz, unsigned int, CUstream, void**, void**) {
+  if (!f) return CUDA_ERROR_INVALID_VALUE;
+  fake_ctx* ctx = current();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  auto* fn = reinterpret_cast<fake_function*>(f);
+  if (fn->magic == 0x4b45524e) {  // a CUkernel: its function in the current context (as the driver does)
+    fake_function* kf = nullptr;
+    if (CUresult r = kernel_function(reinterpret_cast<fake_kernel*>(f), &kf); r != CUDA_SUCCESS) return r;
+    fn = kf;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (fn->module->dead) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (fn->module->ctx != ctx || fn->module->ctx_id != ctx->id) return CUDA_ERROR_INVALID_HANDLE;
+  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  ++g_launches;
+  return CUDA_SUCCESS;
+}
+
 struct proc {
   const char* name;
   void* fn;
@@ -759,9 +1009,11 @@ CUresult fk_cuModuleLoadData(CUmodule* m, const void* image) { return fk_cuModul
 const proc k_procs[] = {
     FK(cuInit), FK(cuDriverGetVersion), FK(cuGetErrorName), FK(cuGetErrorString), FK(cuDeviceGetCount),
     FK(cuDeviceGet), FK(cuDeviceGetAttribute), FK(cuDeviceGetName), FK(cuDeviceGetUuid),
-    FK(cuDevicePrimaryCtxRetain), FK(cuDevicePrimaryCtxRelease), FK(cuCtxPushCurrent), FK(cuCtxPopCurrent),
+    FK(cuDevicePrimaryCtxRetain), FK(cuDevicePrimaryCtxRelease), FK(cuDevicePrimaryCtxGetState), FK(cuCtxPushCurrent), FK(cuCtxPopCurrent),
     FK(cuCtxGetCurrent), FK(cuCtxGetDevice), FK(cuCtxSetCurrent), FK(cuModuleLoadDataEx), FK(cuModuleLoadData), FK(cuModuleUnload),
     FK(cuModuleGetFunction), FK(cuLinkCreate), FK(cuLinkAddData), FK(cuLinkComplete), FK(cuLinkDestroy),
+    FK(cuCtxGetId), FK(cuCtxCreate), FK(cuCtxDestroy), FK(cuCtxSynchronize), FK(cuLaunchKernel),
+    FK(cuLibraryLoadData), FK(cuLibraryUnload), FK(cuLibraryGetKernel), FK(cuKernelGetFunction),
 };
 #undef FK
 
@@ -803,6 +1055,14 @@ __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* v) { ret
 __attribute__((visibility("default"))) int fakecuda_jit_count(void) { return g_jit_count.load(); }
 __attribute__((visibility("default"))) int fakecuda_module_loads(void) { return g_module_loads.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules(void) { return g_live_modules.load(); }
+__attribute__((visibility("default"))) int fakecuda_launches(void) { return g_launches.load(); }
+__attribute__((visibility("default"))) int fakecuda_stale_uses(void) { return g_stale_uses.load(); }
+__attribute__((visibility("default"))) int fakecuda_live_modules_in(void* ctx) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  int n = 0;
+  for (const auto* m : g_modules) n += m->ctx == ctx;
+  return n;
+}
 __attribute__((visibility("default"))) int fakecuda_primary_refcount(int device) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (device < 0 || static_cast<std::size_t>(device) >= g_primary.size()) return -1;

@@ -719,3 +719,46 @@ TEST_CASE("write_fatbin refuses what it cannot write faithfully") {
   garbage.raw.resize(100);
   CHECK(err({garbage}).reason == errc::truncated);
 }
+
+// image_extent: the size of an image handed over without one (cuModuleLoadData's shape), from the
+// image's own headers, read no further than the limit.
+TEST_CASE("image_extent: real nvcc cubins, PTX and fatbins give their file size; damage and limits are errors") {
+  for (const char* name : {"vadd.sm_75.cubin", "vadd.sm_90.cubin", "vadd.sm_90a.cubin", "vadd.fatbin",
+                           "vadd.compressed.fatbin"}) {
+    bytes b = art(name);
+    auto n = image_extent(b.data(), b.size());
+    REQUIRE_MESSAGE(n.has_value(), name << ": " << n.error().message);
+    CHECK_MESSAGE(*n == b.size(), name);
+    // Trailing bytes after the image (a larger buffer) do not count.
+    bytes padded = b;
+    padded.resize(b.size() + 4096, 0xAB);
+    auto p = image_extent(padded.data(), padded.size());
+    REQUIRE(p.has_value());
+    CHECK(*p == b.size());
+    // An image that says it is larger than the limit is refused, naming the limit.
+    auto small = image_extent(b.data(), b.size() - 1);
+    REQUIRE_FALSE(small.has_value());
+    CHECK(small.error().message.find(std::to_string(b.size() - 1)) != std::string::npos);
+  }
+  bytes ptx = art("vadd.compute_80.ptx");
+  bytes z = ptx;
+  z.push_back(0);
+  z.push_back('x');
+  auto n = image_extent(z.data(), z.size());
+  REQUIRE(n.has_value());
+  CHECK(*n == ptx.size() + 1);  // through the NUL
+  auto no_nul = image_extent(ptx.data(), ptx.size());
+  REQUIRE_FALSE(no_nul.has_value());
+  CHECK(no_nul.error().message.find("NUL") != std::string::npos);
+  bytes junk = text("hello, world");
+  junk.push_back(0);
+  CHECK_FALSE(image_extent(junk.data(), junk.size()).has_value());
+  // A cubin whose section header table is claimed to lie past the limit.
+  bytes c = art("vadd.sm_90.cubin");
+  const std::uint64_t far = std::uint64_t(1) << 40;
+  std::memcpy(c.data() + 0x28, &far, 8);
+  auto bad = image_extent(c.data(), c.size());
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message.find("section header table") != std::string::npos);
+  CHECK_FALSE(image_extent(nullptr, 100).has_value());
+}

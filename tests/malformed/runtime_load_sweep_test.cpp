@@ -42,7 +42,9 @@ bool loads(const bytes& b) {
     for (const auto& e : p->view.entries())
       if (e.module_name == "vadd") me.entries.push_back(e.index);
     if (me.entries.empty()) continue;
-    auto m = detail::load_entries(*ds.drv, ds.devices.front(), me, policy::prefer_sass);
+    auto ctx = detail::choose_context(*ds.drv, ds.devices.front());
+    if (!ctx) return false;
+    auto m = detail::load_entries(*ds.drv, ds.devices.front(), me, policy::prefer_sass, std::move(ctx.value()));
     loaded = loaded || m.has_value();
   }
   return loaded;

@@ -15,10 +15,7 @@
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
 //
 // Usage: fatpack_gpu_test [ARTIFACTS_DIR]   (default: the build's tests/artifacts)
-#include "fatpack/fatpack.hpp"
-
-#include "fatpack/core/input.hpp"
-#include "fatpack/core/package_writer.hpp"
+#include "gpu_support.hpp"
 
 #include <cuda.h>  // types only: every call goes through fatpack::driver_entry_point
 
@@ -34,65 +31,11 @@
 #include <vector>
 
 namespace core = fatpack::core;
+using namespace fatpack_gpu_test;
 
 namespace {
 
 constexpr int k_skip = 77;
-std::string g_artifacts = FATPACK_TEST_ARTIFACTS;
-int g_failures = 0;
-
-#define EXPECT(cond, ...)                                              \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      ++g_failures;                                                    \
-      std::printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-      std::printf(__VA_ARGS__);                                        \
-      std::printf("\n");                                               \
-    }                                                                  \
-  } while (0)
-
-std::vector<std::uint8_t> read_file(const std::string& name) {
-  std::ifstream f(g_artifacts + "/" + name, std::ios::binary);
-  if (!f) {
-    std::printf("FAIL: cannot read %s/%s\n", g_artifacts.c_str(), name.c_str());
-    std::exit(1);
-  }
-  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::uint8_t> with_version(std::vector<std::uint8_t> ptx, const std::string& isa) {
-  std::string s(ptx.begin(), ptx.end());
-  auto pos = s.find(".version ");
-  auto end = s.find('\n', pos);
-  s.replace(pos, end - pos, ".version " + isa);
-  return std::vector<std::uint8_t>(s.begin(), s.end());
-}
-
-// Registers package `name` holding module `name` built from artifacts ("file" or "file@isa").
-void add_package(const std::string& name, const std::vector<std::string>& items) {
-  std::vector<core::entry_input> entries;
-  for (const auto& item : items) {
-    auto at = item.find('@');
-    auto bytes = read_file(item.substr(0, at));
-    if (at != std::string::npos) bytes = with_version(bytes, item.substr(at + 1));
-    auto r = core::import_input(core::byte_span(bytes), item, name);
-    if (!r) {
-      std::printf("FAIL: import %s: %s\n", item.c_str(), r.error().message.c_str());
-      std::exit(1);
-    }
-    for (auto& e : r.value()) entries.push_back(std::move(e));
-  }
-  auto pkg = core::write_package(name, entries, core::pack_options{});
-  if (!pkg) {
-    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
-    std::exit(1);
-  }
-  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
-  if (!s) {
-    std::printf("FAIL: %s\n", s.error().what());
-    std::exit(1);
-  }
-}
 
 // The driver calls the test needs, through the driver fatpack loaded.
 struct cuda_calls {

@@ -134,7 +134,10 @@ FATPACK_API fatpack_status fatpack_add_image(const void* data, size_t size, cons
 
 FATPACK_API fatpack_status fatpack_set_policy(fatpack_policy policy);
 
-/* package may be NULL (any package); device -1: the current context's device, else 0. */
+/* package may be NULL (any package); device -1: the current context's device, else 0. The module goes
+ * into the calling thread's current context when it has one on that device (the application's own
+ * context), else into the device's primary context, which then becomes current on a thread that had
+ * no context. A thread that had one keeps it. */
 FATPACK_API fatpack_status fatpack_load_module(const char* module_name, const char* package, int device, fatpack_module** out);
 FATPACK_API fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
                                                            fatpack_policy policy, fatpack_module** out);
@@ -142,6 +145,10 @@ FATPACK_API void fatpack_module_release(fatpack_module* module);
 FATPACK_API fatpack_status fatpack_module_function(const fatpack_module* module, const char* kernel, struct CUfunc_st** out);
 FATPACK_API struct CUmod_st* fatpack_module_handle(const fatpack_module* module);
 FATPACK_API struct CUctx_st* fatpack_module_context(const fatpack_module* module);
+/* FATPACK_OK while the module's context exists; FATPACK_ERROR_CUDA (fatpack_last_cuda_status() 709,
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED) once the application destroyed it: the module went with it.
+ * fatpack_module_function then fails the same way; fatpack_module_release stays safe. */
+FATPACK_API fatpack_status fatpack_module_check(const fatpack_module* module);
 FATPACK_API int fatpack_module_device(const fatpack_module* module);
 /* The load report as FATPACK_LOG=info text; valid while the module handle lives. */
 FATPACK_API const char* fatpack_module_report(const fatpack_module* module);
@@ -195,8 +202,67 @@ FATPACK_API fatpack_status fatpack_add_prebuilt_cache(const char* directory);
 /* Waits for background re-JITs after other-driver hits. */
 FATPACK_API fatpack_status fatpack_cache_wait_refresh(void);
 
+/* ---- One-line ports of driver-API code -------------------------------------------------------
+ * The shape of cuModuleLoadData / cuModuleLoadDataEx / cuModuleUnload, for the same image bytes (a
+ * cubin, PTX text, or an nvcc fatbin): replace `cuModuleLoadData` with `fatpackModuleLoadData` (and
+ * `cuModuleUnload` with `fatpackModuleUnload`) and the image goes through fatpack's selection (a
+ * fatbin's best entry for the device), JIT and cache. The module goes into the calling thread's current
+ * context (a thread with none: the device's primary context, then current, as for
+ * fatpack_load_module). Returns a CUresult value (0 = CUDA_SUCCESS); the message is in
+ * fatpack_last_error() and, for the Ex form, in the caller's CU_JIT_ERROR_LOG_BUFFER.
+ *
+ * Like the driver's, these get no size: it is read from the image itself (the ELF headers of a
+ * cubin; the header of an nvcc fatbin's first container; PTX up to its terminating NUL), never more
+ * than 1 GiB. fatpack copies the image (once per distinct image, kept for the process), so the caller
+ * may free it when the call returns. The module stays loaded until fatpackModuleUnload (one per
+ * successful load) or the context's destruction; call fatpackModuleUnload, never cuModuleUnload,
+ * on it. The Ex form's JIT options are ignored (fatpack chooses the JIT's), except
+ * CU_JIT_ERROR_LOG_BUFFER(_SIZE_BYTES). `options` is a CUjit_option* and `option_values` a void**. */
+FATPACK_API int fatpack_cu_module_load_data(struct CUmod_st** module, const void* image);
+FATPACK_API int fatpack_cu_module_load_data_ex(struct CUmod_st** module, const void* image, unsigned int num_options,
+                                               void* options, void** option_values);
+FATPACK_API int fatpack_cu_module_unload(struct CUmod_st* module);
+
 #ifdef __cplusplus
 }
+
+/* In C++ the result converts to CUresult (an enum, which this header cannot name) and to int, and
+ * compares with CUresult values, so that `CUresult r = fatpackModuleLoadData(&m, image);`,
+ * `if (fatpackModuleLoadData(&m, image) != CUDA_SUCCESS)` and checkCudaErrors(...) compile unchanged. */
+#include <type_traits>
+namespace fatpack {
+struct cu_result {
+  int value;
+  template <class E, class = typename std::enable_if<std::is_enum<E>::value>::type>
+  operator E() const { return static_cast<E>(value); }
+  operator int() const { return value; }
+  template <class E, class = typename std::enable_if<std::is_enum<E>::value>::type>
+  friend bool operator==(cu_result a, E b) { return a.value == static_cast<int>(b); }
+  template <class E, class = typename std::enable_if<std::is_enum<E>::value>::type>
+  friend bool operator==(E b, cu_result a) { return a.value == static_cast<int>(b); }
+  template <class E, class = typename std::enable_if<std::is_enum<E>::value>::type>
+  friend bool operator!=(cu_result a, E b) { return a.value != static_cast<int>(b); }
+  template <class E, class = typename std::enable_if<std::is_enum<E>::value>::type>
+  friend bool operator!=(E b, cu_result a) { return a.value != static_cast<int>(b); }
+};
+}  /* namespace fatpack */
+inline fatpack::cu_result fatpackModuleLoadData(struct CUmod_st** module, const void* image) {
+  return {fatpack_cu_module_load_data(module, image)};
+}
+inline fatpack::cu_result fatpackModuleLoadDataEx(struct CUmod_st** module, const void* image, unsigned int num_options,
+                                                  void* options, void** option_values) {
+  return {fatpack_cu_module_load_data_ex(module, image, num_options, options, option_values)};
+}
+inline fatpack::cu_result fatpackModuleUnload(struct CUmod_st* module) { return {fatpack_cu_module_unload(module)}; }
+#else
+static inline int fatpackModuleLoadData(struct CUmod_st** module, const void* image) {
+  return fatpack_cu_module_load_data(module, image);
+}
+static inline int fatpackModuleLoadDataEx(struct CUmod_st** module, const void* image, unsigned int num_options,
+                                          void* options, void** option_values) {
+  return fatpack_cu_module_load_data_ex(module, image, num_options, options, option_values);
+}
+static inline int fatpackModuleUnload(struct CUmod_st* module) { return fatpack_cu_module_unload(module); }
 #endif
 
 #endif /* FATPACK_FATPACK_H */

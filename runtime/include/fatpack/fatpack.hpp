@@ -3,12 +3,14 @@
 //   auto m = fatpack::load_module("vadd");            // result<module>: errors as values
 //   if (!m) { std::cerr << m.error().what(); ... }
 //   CUfunction f = m->function("vadd").value();       // value() throws fatpack::exception on error
-//   cuLaunchKernel(f, ...);                           // on the device's primary context (shared with cudart)
+//   cuLaunchKernel(f, ...);                           // in the context the module was loaded in
 //
 // What happens on load (docs/runtime.md): the driver is dlopen-ed (libcuda.so.1 or FATPACK_LIBCUDA),
 // the module's entries in the registered packages are ranked by the same pure selector as
 // `fatpack plan`, the best one is decompressed (only that one) and loaded with cuModuleLoadDataEx into
-// the device's primary context; if the driver refuses it, the next candidate is tried. PTX is compiled
+// the calling thread's current context when it has one on the device, else into the device's primary
+// context, which then becomes current on a thread that had none (so a launch right after the load
+// works); if the driver refuses it, the next candidate is tried. PTX is compiled
 // to SASS through the driver's JIT (cuLink) once per process: on the loading thread when a load needs
 // it (other threads loading the same module wait for that compile), on a thread pool for warm().
 //
@@ -41,6 +43,8 @@
 struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
+struct CUlib_st;
+struct CUkern_st;
 
 FATPACK_BEGIN_HIDDEN
 namespace fatpack {
@@ -48,6 +52,8 @@ namespace fatpack {
 using cu_function = ::CUfunc_st*;  // CUfunction
 using cu_module = ::CUmod_st*;     // CUmodule
 using cu_context = ::CUctx_st*;    // CUcontext
+using cu_library = ::CUlib_st*;    // CUlibrary (CUDA 12.0)
+using cu_kernel = ::CUkern_st*;    // CUkernel, the same handle as cudart's cudaKernel_t
 
 // Which entries may be used (docs/design.md §2). The process default comes from set_policy() and the
 // environment: FATPACK_FORCE_PTX_JIT=1 or CUDA_FORCE_PTX_JIT=1 -> force_ptx, CUDA_DISABLE_PTX_JIT=1 ->
@@ -159,7 +165,7 @@ struct load_report {
   bool jit = false;                        // it went through the JIT
   bool jit_reused = false;
   std::string jit_path;                    // "culink", "nvjitlink 13.0"
-  // Milliseconds per phase. context: taking the device's primary context (its creation, the first
+  // Milliseconds per phase. context: choosing the context (the primary context's creation, the first
   // time a process uses the device: 100-300 ms, not fatpack's own cost).
   double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;
 
@@ -178,42 +184,84 @@ struct module_state;
 struct module_access;
 }  // namespace detail
 
-// A module loaded on one device. Move-only; holds the module (and the device's primary context)
-// alive: the last handle to a module unloads it. Functions obtained from it are valid while a
-// handle lives. Handles of the same (package, module, device) share one loaded CUmodule.
-class module {
+// What a module and a library handle share: the loaded entry of a module on one device and its
+// description. Move-only; the last handle to the loaded code unloads it.
+class loaded_code {
  public:
-  module() noexcept = default;
-  module(module&&) noexcept = default;
-  module& operator=(module&&) noexcept = default;
-  module(const module&) = delete;
-  module& operator=(const module&) = delete;
-  ~module() = default;
-
   bool valid() const noexcept { return state_ != nullptr; }
   explicit operator bool() const noexcept { return valid(); }
-
-  // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
-  FATPACK_API result<cu_function> function(std::string_view kernel) const;
-  FATPACK_API cu_module handle() const noexcept;
-  FATPACK_API cu_context context() const noexcept;     // the device's primary context
   FATPACK_API int device() const noexcept;
   FATPACK_API const std::string& package_name() const noexcept;
   FATPACK_API const std::string& name() const noexcept;
   FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
   FATPACK_API const load_report& report() const noexcept;
-
-  // Drops this handle (unloads the module if it was the last one).
+  // Drops this handle (unloads the code if it was the last one).
   void reset() noexcept { state_.reset(); }
+
+ protected:
+  loaded_code() noexcept = default;
+  explicit loaded_code(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
+  loaded_code(loaded_code&&) noexcept = default;
+  loaded_code& operator=(loaded_code&&) noexcept = default;
+  loaded_code(const loaded_code&) = delete;
+  loaded_code& operator=(const loaded_code&) = delete;
+  ~loaded_code() = default;
+  std::shared_ptr<detail::module_state> state_;
+};
+
+// A module loaded on one device, in one context: the calling thread's current context when it had
+// one on that device (an application's own cuCtxCreate context), else the device's primary context
+// (shared with cudart). Move-only; holds the module (and, for the primary context, a reference on
+// it) alive: the last handle to a module unloads it. Functions obtained from it are valid while a
+// handle lives and its context exists. Handles of the same (package, module, context, policy) share
+// one loaded CUmodule; contexts are told apart by cuCtxGetId, so a new context at a destroyed one's
+// address gets its own module.
+class module : public loaded_code {
+ public:
+  module() noexcept = default;
+
+  // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
+  FATPACK_API result<cu_function> function(std::string_view kernel) const;
+  FATPACK_API cu_module handle() const noexcept;
+  FATPACK_API cu_context context() const noexcept;     // the context the module lives in
+  FATPACK_API bool primary_context() const noexcept;   // context() is the device's primary context
+  // ok while the module's context exists; when the application destroyed it (cuCtxDestroy), an error
+  // (errc::cuda, cuda_status CUDA_ERROR_CONTEXT_IS_DESTROYED) naming package, module, device and
+  // driver; function() returns the same. Releasing such a handle is safe (nothing is unloaded).
+  FATPACK_API status check() const;
 
  private:
   friend struct detail::module_access;
-  explicit module(std::shared_ptr<detail::module_state> s) noexcept : state_(std::move(s)) {}
-  std::shared_ptr<detail::module_state> state_;
+  explicit module(std::shared_ptr<detail::module_state> s) noexcept : loaded_code(std::move(s)) {}
 };
 
 // Loads `module_name` (a module of a registered package) on a device.
 FATPACK_API result<module> load_module(std::string_view module_name, const load_options& options = {});
+
+// A module loaded as a context-independent library (cuLibraryLoadData, drivers for CUDA 12.0 and
+// later) for one device: the same selection, JIT and cache as a module, and its kernels (CUkernel)
+// are valid in every context of that device, the primary one and the application's own, present and
+// future; cuLaunchKernel takes a CUkernel in place of a CUfunction, cudart's cudaLaunchKernel takes
+// it as a cudaKernel_t. One library per (package, module, device, policy), shared by the handles;
+// the last handle unloads it. Move-only.
+class library : public loaded_code {
+ public:
+  library() noexcept = default;
+
+  // cuLibraryGetKernel. errc::not_found names the kernels the library has.
+  FATPACK_API result<cu_kernel> kernel(std::string_view name) const;
+  // cuKernelGetFunction: the kernel's CUfunction in the calling thread's current context.
+  FATPACK_API result<cu_function> function(std::string_view name) const;
+  FATPACK_API cu_library handle() const noexcept;
+
+ private:
+  friend struct detail::module_access;
+  explicit library(std::shared_ptr<detail::module_state> s) noexcept : loaded_code(std::move(s)) {}
+};
+
+// Loads `module_name` as a library on a device (-1: the current context's device, else 0).
+// errc::driver_symbol_missing when the driver has no cuLibraryLoadData (older than CUDA 12.0).
+FATPACK_API result<library> load_library(std::string_view module_name, const load_options& options = {});
 
 // The selector's answer for a module on a device, without loading anything (what `fatpack plan`
 // says for this process's device and driver).

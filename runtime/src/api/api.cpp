@@ -19,6 +19,7 @@ namespace detail {
 
 struct module_access {
   static module make(std::shared_ptr<module_state> s) { return module(std::move(s)); }
+  static library make_library(std::shared_ptr<module_state> s) { return library(std::move(s)); }
   static const std::shared_ptr<module_state>& state(const module& m) { return m.state_; }
   static std::shared_ptr<warm_handle::state>& state(warm_handle& w) { return w.state_; }
 };
@@ -156,10 +157,82 @@ result<module> load_module(std::string_view module_name, const load_options& opt
   auto r = resolve(module_name, options);
   if (!r) return std::move(r).error();
   detail::wire_default_cache();
-  auto st = detail::module_table::instance().get_or_load(*r->set->drv, *r->dev, r->me, r->pol);
+  const detail::driver& drv = *r->set->drv;
+  auto ctx = detail::choose_context(drv, *r->dev);
+  if (!ctx) {
+    error e = ctx.error();
+    e.message = "cannot load module '" + std::string(module_name) + "': " + e.message;
+    return e;
+  }
+  const bool thread_had_none = ctx->thread_had_none;
+  CUcontext primary = ctx->primary ? ctx->ctx : nullptr;
+  auto st = detail::module_table::instance().get_or_load(drv, *r->dev, r->me, r->pol, std::move(ctx.value()));
   if (!st) return std::move(st).error();
+  // A thread without a current context gets the device's primary context, the one the module is in
+  // (as cudart's first call does), so that cuLaunchKernel right after the load finds it. A thread
+  // with a context keeps it.
+  if (thread_had_none && primary) {
+    CUresult cr = drv.cuCtxSetCurrent(primary);
+    if (cr != CUDA_SUCCESS)
+      return detail::cuda_error(errc::cuda, cr,
+                                "module '" + std::string(module_name) + "' loaded on " + r->dev->identify() +
+                                    ", but its primary context could not be made current: " +
+                                    drv.call_failed("cuCtxSetCurrent", cr) + " (driver " + drv.identify() + ")");
+  }
   return detail::module_access::make(std::move(st.value()));
 }
+
+result<library> load_library(std::string_view module_name, const load_options& options) {
+  auto r = resolve(module_name, options);
+  if (!r) return std::move(r).error();
+  const detail::driver& drv = *r->set->drv;
+  if (!drv.cuLibraryLoadData || !drv.cuLibraryGetKernel || !drv.cuKernelGetFunction || !drv.cuLibraryUnload)
+    return error{errc::driver_symbol_missing, 0,
+                 "cannot load module '" + std::string(module_name) + "' as a library on " + r->dev->identify() +
+                     ": the driver " + drv.identify() +
+                     " has no cuLibraryLoadData (CUDA 12.0); use load_module, whose modules work with every driver",
+                 {}};
+  detail::wire_default_cache();
+  detail::target_context none;  // a library belongs to no context
+  auto st = detail::module_table::instance().get_or_load(drv, *r->dev, r->me, r->pol, std::move(none), true);
+  if (!st) return std::move(st).error();
+  return detail::module_access::make_library(std::move(st.value()));
+}
+
+namespace {
+
+// "kernel 'k' in module 'm' (package 'p', sm_90) on device 0 (...): <call failed>; the module has: ..."
+error kernel_error(const detail::module_state& s, const std::string& name, const char* call, CUresult r) {
+  std::string have;
+  for (const auto& k : s.kernels) have += (have.empty() ? "" : ", ") + k;
+  return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
+                            "kernel '" + name + "' in module '" + s.module_name + "' (package '" + s.package->name +
+                                "', " + s.report.target + ") on " + s.dev->identify() + ": " +
+                                s.drv->call_failed(call, r) + "; the module has: " +
+                                (have.empty() ? "no kernels" : have));
+}
+
+}  // namespace
+
+result<cu_kernel> library::kernel(std::string_view name) const {
+  if (!state_) return error{errc::invalid_argument, 0, "kernel(): empty library handle", {}};
+  CUkernel k = nullptr;
+  const std::string n(name);
+  CUresult r = state_->drv->cuLibraryGetKernel(&k, state_->lib, n.c_str());
+  if (r != CUDA_SUCCESS || !k) return kernel_error(*state_, n, "cuLibraryGetKernel", r);
+  return k;
+}
+
+result<cu_function> library::function(std::string_view name) const {
+  auto k = kernel(name);
+  if (!k) return std::move(k).error();
+  CUfunction f = nullptr;
+  CUresult r = state_->drv->cuKernelGetFunction(&f, *k);
+  if (r != CUDA_SUCCESS || !f) return kernel_error(*state_, std::string(name), "cuKernelGetFunction", r);
+  return f;
+}
+
+cu_library library::handle() const noexcept { return state_ ? state_->lib : nullptr; }
 
 result<load_report> plan_module(std::string_view module_name, const load_options& options) {
   auto r = resolve(module_name, options);
@@ -170,6 +243,7 @@ result<load_report> plan_module(std::string_view module_name, const load_options
 result<cu_function> module::function(std::string_view kernel) const {
   if (!state_) return error{errc::invalid_argument, 0, "function(): empty module handle", {}};
   auto& s = *state_;
+  if (auto alive = s.check_context(); !alive) return alive.error();
   std::string name(kernel);
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.functions.find(name);
@@ -177,36 +251,34 @@ result<cu_function> module::function(std::string_view kernel) const {
   CUfunction f = nullptr;
   CUresult r;
   {
-    detail::scoped_context current(*s.drv, s.ctx.get());
+    detail::scoped_context current(*s.drv, s.ctx.ctx);
     r = s.drv->cuModuleGetFunction(&f, s.mod, name.c_str());
   }
-  if (r != CUDA_SUCCESS || !f) {
-    std::string have;
-    for (const auto& k : s.kernels) have += (have.empty() ? "" : ", ") + k;
-    return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
-                              "kernel '" + name + "' in module '" + s.module_name + "' (package '" + s.package->name +
-                                  "', " + s.report.target + ") on " + s.dev->identify() + ": " +
-                                  s.drv->call_failed("cuModuleGetFunction", r) + "; the module has: " +
-                                  (have.empty() ? "no kernels" : have));
-  }
+  if (r != CUDA_SUCCESS || !f) return kernel_error(s, name, "cuModuleGetFunction", r);
   s.functions.emplace(std::move(name), f);
   return f;
 }
 
 cu_module module::handle() const noexcept { return state_ ? state_->mod : nullptr; }
-cu_context module::context() const noexcept { return state_ ? state_->ctx.get() : nullptr; }
-int module::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
+cu_context module::context() const noexcept { return state_ ? state_->ctx.ctx : nullptr; }
+bool module::primary_context() const noexcept { return state_ && state_->ctx.primary; }
 
-const std::string& module::package_name() const noexcept {
+status module::check() const {
+  if (!state_) return error{errc::invalid_argument, 0, "check(): empty module handle", {}};
+  return state_->check_context();
+}
+int loaded_code::device() const noexcept { return state_ ? state_->dev->ordinal : -1; }
+
+const std::string& loaded_code::package_name() const noexcept {
   static const std::string empty;
   return state_ ? state_->package->name : empty;
 }
-const std::string& module::name() const noexcept {
+const std::string& loaded_code::name() const noexcept {
   static const std::string empty;
   return state_ ? state_->module_name : empty;
 }
-std::vector<std::string> module::kernels() const { return state_ ? state_->kernels : std::vector<std::string>{}; }
-const load_report& module::report() const noexcept {
+std::vector<std::string> loaded_code::kernels() const { return state_ ? state_->kernels : std::vector<std::string>{}; }
+const load_report& loaded_code::report() const noexcept {
   static const load_report empty;
   return state_ ? state_->report : empty;
 }

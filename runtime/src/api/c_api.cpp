@@ -28,6 +28,20 @@ fatpack_status fail(const fatpack::error& e) {
   return static_cast<fatpack_status>(e.code);
 }
 
+}  // namespace
+
+// The port functions' errors (port_api.cpp) go to the same per-thread message.
+void fatpack_c_set_last_error(const fatpack::error* e) {
+  if (e) {
+    (void)fail(*e);
+  } else {
+    t_last_error.clear();
+    t_last_cuda_status = 0;
+  }
+}
+
+namespace {
+
 fatpack_status fail(fatpack::errc code, const char* message) {
   return fail(fatpack::error{code, 0, message, {}});
 }
@@ -253,6 +267,12 @@ fatpack_status fatpack_module_function(const fatpack_module* module, const char*
 
 struct CUmod_st* fatpack_module_handle(const fatpack_module* module) { return module ? module->m.handle() : nullptr; }
 struct CUctx_st* fatpack_module_context(const fatpack_module* module) { return module ? module->m.context() : nullptr; }
+fatpack_status fatpack_module_check(const fatpack_module* module) {
+  return guarded([&] {
+    if (!module) return fail(fatpack::errc::invalid_argument, "fatpack_module_check: null module");
+    return from(module->m.check());
+  });
+}
 int fatpack_module_device(const fatpack_module* module) { return module ? module->m.device() : -1; }
 const char* fatpack_module_report(const fatpack_module* module) { return module ? module->trace.c_str() : ""; }
 int fatpack_module_jit(const fatpack_module* module) { return module && module->m.report().jit ? 1 : 0; }

@@ -10,6 +10,7 @@
 #include "fatpack/core/codec.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -38,14 +39,23 @@ struct load_outcome {
   std::string log;
 };
 
-// cuModuleLoadDataEx with the driver's error log captured, in `ctx`.
-load_outcome load_image(const driver& d, CUcontext ctx, const void* image) {
+// cuModuleLoadDataEx with the driver's error log captured, in `ctx`; or cuLibraryLoadData (no
+// context) when `lib` is given.
+load_outcome load_image(const driver& d, CUcontext ctx, const void* image, CUlibrary* lib = nullptr) {
   constexpr std::size_t log_size = 16 * 1024;
   auto err = std::make_unique<char[]>(log_size);
   err[0] = 0;
   CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* vals[] = {err.get(), reinterpret_cast<void*>(static_cast<std::uintptr_t>(log_size - 1))};
   load_outcome out;
+  if (lib) {
+    out.status = d.cuLibraryLoadData(lib, image, keys, vals, 2, nullptr, nullptr, 0);
+    if (out.status != CUDA_SUCCESS) {
+      *lib = nullptr;
+      out.log = std::string(err.get(), strnlen(err.get(), log_size));
+    }
+    return out;
+  }
   scoped_context current(d, ctx);
   if (!current.ok()) {
     out.status = CUDA_ERROR_INVALID_CONTEXT;
@@ -84,10 +94,25 @@ void fill_header(load_report& rep, const device& dev, const module_entries& me, 
 }  // namespace
 
 module_state::~module_state() {
-  if (mod && drv) {
-    scoped_context current(*drv, ctx.get());
+  if (lib && drv) (void)drv->cuLibraryUnload(lib);  // context-independent: always still loaded
+  // A module of a destroyed context went with it: its handle must not reach the driver again.
+  if (mod && drv && context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) {
+    scoped_context current(*drv, ctx.ctx);
     (void)drv->cuModuleUnload(mod);
   }
+}
+
+status module_state::check_context() const {
+  if (lib) return {};
+  if (context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) return {};
+  char c[32];
+  std::snprintf(c, sizeof c, "%p", static_cast<const void*>(ctx.ctx));
+  return cuda_error(errc::cuda, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                    "module '" + module_name + "' of package '" + package->name + "' on " + dev->identify() +
+                        ", driver " + drv->identify() + ": its " +
+                        (ctx.primary ? "primary " : "") + "context " + c +
+                        (ctx.has_id ? " (id " + std::to_string(ctx.id) + ")" : std::string()) +
+                        " was destroyed, and the module with it; load the module again in a live context");
 }
 
 load_report plan_entries(const device& dev, const module_entries& me, policy p) {
@@ -108,7 +133,7 @@ load_report plan_entries(const device& dev, const module_entries& me, policy p) 
 }
 
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p) {
+                                                   policy p, target_context ctx, bool library) {
   stopwatch total;
   auto st = std::make_shared<module_state>();
   st->drv = &drv;
@@ -129,14 +154,8 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     return error{errc::no_compatible_entry, 0, "cannot load " + where(dev, me) + ": " + ms.sel.nothing_fits, {}};
   }
 
-  {
-    stopwatch sw;
-    if (auto k = keep_primary_context(drv, dev); !k) return k.error();
-    auto ctx = primary_context::retain(drv, dev);
-    if (!ctx) return std::move(ctx).error();
-    st->ctx = std::move(ctx.value());
-    rep.context_ms = sw.ms();
-  }
+  rep.context_ms = ctx.ms;
+  st->ctx = std::move(ctx);
 
   bool any_load_refused = false, any_jit_failed = false;
   for (const auto& c : ms.sel.candidates) {
@@ -150,12 +169,12 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     // Hands `image` to the driver in the module's context and records the outcome in `a`.
     auto load_and_record = [&](const void* image, const char* call) {
       stopwatch sw;
-      lo = load_image(drv, st->ctx.get(), image);
+      lo = load_image(drv, st->ctx.ctx, image, library ? &st->lib : nullptr);
       a.load_ms = sw.ms();
       status = lo.status;
       if (status != CUDA_SUCCESS) {
         any_load_refused = true;
-        a.message = drv.call_failed(call, status);
+        a.message = drv.call_failed(library ? "cuLibraryLoadData" : call, status);
         a.log = lo.log;
       }
     };

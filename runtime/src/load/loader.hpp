@@ -1,5 +1,6 @@
 // The loader: walks the selector's candidates for one module on one device, decompresses only the
-// entry it tries, loads it with cuModuleLoadDataEx into the device's primary context, and goes on to
+// entry it tries, loads it with cuModuleLoadDataEx into the chosen context (the calling thread's current
+// one or the device's primary context: platform/device.hpp, choose_context), and goes on to
 // the next candidate when the driver refuses (e.g. CUDA_ERROR_UNSUPPORTED_PTX_VERSION from the JIT ->
 // an older PTX; CUDA_ERROR_NO_BINARY_FOR_GPU / INVALID_IMAGE from a load -> the next SASS or PTX).
 //
@@ -29,8 +30,9 @@ struct module_state {
   const device* dev = nullptr;
   package_ptr package;
   std::string module_name;
-  primary_context ctx;
+  target_context ctx;  // the context the module lives in (and fatpack's reference when it is primary)
   CUmodule mod = nullptr;
+  CUlibrary lib = nullptr;  // a library (load_library) instead of a module: no context (ctx.ctx null)
   load_report report;
   std::vector<std::string> kernels;
 
@@ -40,14 +42,19 @@ struct module_state {
   module_state() = default;
   module_state(const module_state&) = delete;
   module_state& operator=(const module_state&) = delete;
-  ~module_state();  // cuModuleUnload, then the context reference goes
+  ~module_state();  // cuModuleUnload (unless its context was destroyed), then the context reference goes
+
+  // An error naming package, module, device and driver when the module's context is gone (destroyed,
+  // or a new context at its address): the module went with it.
+  status check_context() const;
 };
 
 // The selector's view for the report, without loading anything.
 load_report plan_entries(const device& dev, const module_entries& me, policy p);
 
-// Loads the module on `dev`; the report is in the returned state (and in the error's message).
+// Loads the module on `dev` into `ctx` (choose_context); the report is in the returned state (and in
+// the error's message).
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p);
+                                                   policy p, target_context ctx, bool library = false);
 
 }  // namespace fatpack::detail

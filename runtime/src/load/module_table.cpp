@@ -11,14 +11,19 @@ module_table& module_table::instance() {
 }
 
 result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& drv, const device& dev,
-                                                                const module_entries& me, policy p) {
+                                                                const module_entries& me, policy p,
+                                                                target_context ctx, bool library) {
+  // choose_context gives an own context only with an id (module_table.hpp).
+  // A library belongs to no context: one per device.
+  const std::string ctx_key = library ? "library " + std::to_string(dev.ordinal)
+                              : ctx.has_id ? "ctx " + std::to_string(ctx.id) : "primary " + std::to_string(dev.ordinal);
   // The package object's address identifies it (names are unique in the registry, but a package can
   // only be replaced by a different object).
   char pkg[32];
   std::snprintf(pkg, sizeof pkg, "%p", static_cast<const void*>(me.package.get()));
   std::string key = std::string(pkg) + '\0' +
                     std::string(me.package->view.entries().at(me.entries.front()).module_name) + '\0' +
-                    std::to_string(dev.ordinal) + '\0' + policy_name(p);
+                    ctx_key + '\0' + policy_name(p);
   std::shared_ptr<slot> s;
   std::uint64_t seen = 0;
   {
@@ -38,7 +43,7 @@ result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& dr
   // An attempt finished while this thread waited, and it failed: share its error.
   if (now != seen && s->last_error) return *s->last_error;
 
-  auto r = load_entries(drv, dev, me, p);
+  auto r = load_entries(drv, dev, me, p, std::move(ctx), library);
   if (r) {
     s->loaded = r.value();
     s->last_error.reset();

@@ -1,6 +1,7 @@
 // Device enumeration and primary contexts (see device.hpp).
 #include "platform/device.hpp"
 
+#include "platform/clock.hpp"
 #include "platform/os.hpp"
 
 #include "fatpack/core/arch_table.hpp"
@@ -125,6 +126,68 @@ status keep_primary_context(const driver& d, const device& dev) {
     return cuda_error(errc::cuda, r, dev.identify() + ": " + d.call_failed("cuDevicePrimaryCtxRetain", r));
   kept->push_back(dev.ordinal);  // never released: see the policy in device.hpp
   return {};
+}
+
+result<target_context> choose_context(const driver& d, const device& dev) {
+  stopwatch sw;
+  target_context t;
+  CUcontext cur = nullptr;
+  CUdevice cur_dev = 0;
+  // A current context that the driver no longer knows (destroyed) counts as none.
+  const bool have_current =
+      d.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur && d.cuCtxGetDevice(&cur_dev) == CUDA_SUCCESS;
+  t.thread_had_none = !have_current;
+  bool own = false;
+  if (have_current && cur_dev == dev.handle) {
+    // Is it the primary context? Only an active primary context can be current; retaining an active
+    // one creates nothing (an application with its own context never gets a primary one from us).
+    unsigned flags = 0;
+    int active = 0;
+    own = true;
+    if (d.cuDevicePrimaryCtxGetState(dev.handle, &flags, &active) == CUDA_SUCCESS && active) {
+      auto pc = primary_context::retain(d, dev);
+      if (!pc) return std::move(pc).error();
+      own = pc->get() != cur;
+    }
+  }
+  if (own) {
+    // The application's own context (cuCtxCreate): its modules must live there. Without cuCtxGetId a
+    // module there could not be told from one of a later context at the same address (after a
+    // cuCtxDestroy), and fatpack would hand a dead module to the driver: refused, with what to do.
+    if (!d.cuCtxGetId)
+      return error{errc::driver_symbol_missing, 0,
+                   dev.identify() + ": the calling thread's current context is not the device's primary context, "
+                   "and the driver " + d.identify() + " has no cuCtxGetId (CUDA 12.0), which fatpack needs to "
+                   "keep modules in an application's own context; make the primary context current "
+                   "(cuDevicePrimaryCtxRetain + cuCtxSetCurrent, or cudaSetDevice) or use an NVIDIA driver "
+                   "for CUDA 12.0 or newer", {}};
+    t.ctx = cur;
+  } else {
+    if (auto k = keep_primary_context(d, dev); !k) return k.error();
+    auto pc = primary_context::retain(d, dev);
+    if (!pc) return std::move(pc).error();
+    t.ctx = pc->get();
+    t.primary = true;
+    t.primary_ref = std::move(pc.value());
+  }
+  if (d.cuCtxGetId) {
+    CUresult r = d.cuCtxGetId(t.ctx, &t.id);
+    if (r != CUDA_SUCCESS)
+      return cuda_error(errc::cuda, r, dev.identify() + ": " + d.call_failed("cuCtxGetId", r));
+    t.has_id = true;
+  }
+  t.ms = sw.ms();
+  return t;
+}
+
+bool context_alive(const driver& d, CUcontext ctx, bool has_id, unsigned long long id) {
+  if (!ctx) return false;
+  if (has_id && d.cuCtxGetId) {
+    unsigned long long now = 0;
+    return d.cuCtxGetId(ctx, &now) == CUDA_SUCCESS && now == id;
+  }
+  scoped_context current(d, ctx);
+  return current.ok();
 }
 
 result<primary_context> primary_context::retain(const driver& d, const device& dev) {

@@ -70,6 +70,29 @@ class primary_context {
   CUcontext ctx_ = nullptr;
 };
 
+// The context a load goes into (issue 11): the calling thread's current context when it has one on
+// the device, else the device's primary context (shared with cudart).
+struct target_context {
+  CUcontext ctx = nullptr;
+  bool primary = false;          // ctx is the device's primary context
+  bool has_id = false;           // the driver has cuCtxGetId
+  unsigned long long id = 0;     // cuCtxGetId(ctx): unique for the process, unlike the pointer
+  bool thread_had_none = false;  // the calling thread had no (live) current context
+  double ms = 0;                 // choosing it (creating the primary context, the first time: 100-300 ms)
+  primary_context primary_ref;   // fatpack's reference when ctx is the primary context
+};
+
+// Chooses the context for a load on `dev` (see target_context), retaining the primary context when
+// it is the one. A driver without cuCtxGetId: the primary context only (a current own context is
+// errc::driver_symbol_missing, explaining what to do), since contexts would be told apart by address
+// alone and a destroyed context's address can come back.
+result<target_context> choose_context(const driver& d, const device& dev);
+
+// Whether `ctx` is still the context a module was loaded in: cuCtxGetId(ctx) answers and gives `id`
+// (a destroyed context fails; a new context at the same address has another id). Without
+// cuCtxGetId (has_id false): whether the context can still be made current.
+bool context_alive(const driver& d, CUcontext ctx, bool has_id, unsigned long long id);
+
 // Takes the process-lifetime reference on the device's primary context (once per device; later calls
 // return at once).
 status keep_primary_context(const driver& d, const device& dev);

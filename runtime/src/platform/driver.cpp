@@ -103,6 +103,9 @@ result<const driver*> do_load() {
   }
   FATPACK_DRIVER_FUNCTIONS(FATPACK_DRIVER_RESOLVE)
 #undef FATPACK_DRIVER_RESOLVE
+#define FATPACK_DRIVER_RESOLVE_OPTIONAL(name) (void)resolve(#name, reinterpret_cast<void**>(&d->name));
+  FATPACK_DRIVER_OPTIONAL_FUNCTIONS(FATPACK_DRIVER_RESOLVE_OPTIONAL)
+#undef FATPACK_DRIVER_RESOLVE_OPTIONAL
 
   CUresult r = d->cuInit(0);
   if (r != CUDA_SUCCESS) {

@@ -35,9 +35,11 @@ namespace fatpack::detail {
   X(cuDeviceGetUuid)                \
   X(cuDevicePrimaryCtxRetain)       \
   X(cuDevicePrimaryCtxRelease)      \
+  X(cuDevicePrimaryCtxGetState)     \
   X(cuCtxPushCurrent)               \
   X(cuCtxPopCurrent)                \
   X(cuCtxGetCurrent)                \
+  X(cuCtxSetCurrent)                \
   X(cuCtxGetDevice)                 \
   X(cuModuleLoadDataEx)             \
   X(cuModuleUnload)                 \
@@ -46,6 +48,17 @@ namespace fatpack::detail {
   X(cuLinkAddData)                  \
   X(cuLinkComplete)                 \
   X(cuLinkDestroy)
+
+// Entry points the runtime uses when the driver has them; a missing one stays nullptr and the
+// caller falls back (see each use).
+//   cuCtxGetId (CUDA 12.0): tells a context from a later one at the same address (load/module_table).
+//   cuLibrary* / cuKernelGetFunction (CUDA 12.0): context-independent libraries (fatpack::library).
+#define FATPACK_DRIVER_OPTIONAL_FUNCTIONS(X) \
+  X(cuCtxGetId)                              \
+  X(cuLibraryLoadData)                       \
+  X(cuLibraryUnload)                         \
+  X(cuLibraryGetKernel)                      \
+  X(cuKernelGetFunction)
 
 inline constexpr int abi_version = 12000;          // signatures requested from cuGetProcAddress
 inline constexpr int min_driver_version = 12000;   // oldest driver fatpack accepts
@@ -58,6 +71,7 @@ struct driver {
   get_proc_fn get_proc = nullptr;
 #define FATPACK_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   FATPACK_DRIVER_FUNCTIONS(FATPACK_DRIVER_MEMBER)
+  FATPACK_DRIVER_OPTIONAL_FUNCTIONS(FATPACK_DRIVER_MEMBER)
 #undef FATPACK_DRIVER_MEMBER
 
   // "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"

@@ -51,6 +51,13 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
 // module_name defaults to the file's stem. A fatpack package as input is an error (use the package).
 result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name);
 
+// The size of an image given, as cuModuleLoadData gets it, without one: a cubin (from its ELF
+// headers), an nvcc fatbin (one container, from its header) or PTX (up to and including its
+// terminating NUL). Reads at most `limit` bytes from `image`, and only bytes the headers read so far
+// say are inside the image; an image that says it is larger than `limit` is an error (malformed),
+// as is anything else (unknown_kind). The memory must be readable up to the returned size.
+result<std::size_t> image_extent(const void* image, std::size_t limit);
+
 // Writes a standard NVIDIA fatbin (uncompressed entries) holding the given images, readable by
 // cuobjdump and the driver. Only SASS and PTX entries are allowed.
 result<std::vector<std::uint8_t>> write_fatbin(const std::vector<entry_input>& entries);

@@ -1,0 +1,591 @@
+// fatpack_context_test: which context a load goes into (issue 11 §1), against the fake driver
+// (tests/fakecuda, ctest runtime_contexts*, label unit) and against a real GPU (runtime_contexts_gpu,
+// label gpu; exit 77 = skipped without one). Each case runs on a fresh thread, which starts with no
+// current context, and prints one line "ok <case>" or "FAIL ...".
+//
+//   docs      the launch snippet of docs/runtime.md §1, compiled from the document itself
+//             (docs_launch_snippet.inc, extracted at configure time): load, function, cuLaunchKernel
+//             succeed on a thread that had no context
+//   primary   no current context -> the device's primary context, which is current after the load
+//   own       an application's own context (cuCtxCreate) current -> the module is loaded there, the
+//             context is still current after, the kernel launches in it
+//   two       two own contexts -> two modules; a function of one does not launch in the other; the
+//             same context again -> the same module
+//   destroyed the module's context destroyed while the handle lives: check() and function() are
+//             errors naming package, module, device and driver; releasing the handle is no crash and
+//             never hands the dead module to the driver (the fake counts such stale uses)
+//   reused    a destroyed context's address reused by a new context (the fake always reuses it; a
+//             real driver may) -> a new module, not the dead one
+//   devices   every device (fake: FAKECUDA_DEVICES=90,80): its own context and its primary context
+//             each get the device's best entry (sm_90 on CC 9.0, sm_80 on CC 8.0)
+//   devices-mixed  sm_90 SASS + compute_80 PTX: CC 9.x loads the SASS, CC 8.x the JIT's SASS, each
+//             in the application's context on that device
+//   port      fatpackModuleLoadData (the one-line port of cuModuleLoadData) of a fatbin, PTX and
+//             (CC 9.x) an sm_90 cubin, given without a size and freed right after the call, in the
+//             application's context on each device; fatpackModuleUnload; bytes it cannot read are
+//             CUDA_ERROR_INVALID_IMAGE with the reason (in the Ex form's error log buffer too)
+//   library   load_library: one CUlibrary for the device, its CUkernel launched (in place of a
+//             CUfunction, and through its function) in a context made before the load, one made after,
+//             the primary context, and the first again after another was destroyed; the second device
+//             gets its own library and entry
+//   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId,cuLibraryLoadData) a driver without
+//             cuCtxGetId: primary contexts work and are shared; a load from an own context is refused
+//             with a clear error; load_library without cuLibraryLoadData is a clear error
+//
+// On a real GPU the kernels run: vadd over 2^20 floats, checked against the CPU.
+//
+// Usage: fatpack_context_test [--no-ctx-id] [ARTIFACTS_DIR]
+#include "gpu_support.hpp"
+
+#include "fatpack/fatpack.h"
+
+#include <cuda.h>  // types only: every call goes through fatpack::driver_entry_point
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace fatpack_gpu_test;
+
+namespace {
+
+bool g_fake = false;
+
+// ---- driver calls (the driver fatpack loaded) ------------------------------------------------------
+
+struct calls {
+  CUresult (*ctx_create)(CUcontext*, unsigned, CUdevice) = nullptr;  // cuCtxCreate, CUDA 12.0 ABI (_v2)
+  decltype(&::cuCtxDestroy) ctx_destroy = nullptr;
+  decltype(&::cuCtxGetCurrent) get_current = nullptr;
+  decltype(&::cuCtxSetCurrent) set_current = nullptr;
+  decltype(&::cuCtxPopCurrent) pop = nullptr;
+  decltype(&::cuCtxSynchronize) sync = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) retain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) release = nullptr;
+  decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuModuleGetFunction) get_function = nullptr;
+  decltype(&::cuMemAlloc) mem_alloc = nullptr;
+  decltype(&::cuMemFree) mem_free = nullptr;
+  decltype(&::cuMemcpyHtoD) htod = nullptr;
+  decltype(&::cuMemcpyDtoH) dtoh = nullptr;
+};
+calls cu;
+
+template <class F>
+void get(F& f, const char* name) {
+  auto p = fatpack::driver_entry_point(name);
+  if (!p) {
+    std::printf("FAIL: %s\n", p.error().what());
+    std::exit(1);
+  }
+  f = reinterpret_cast<F>(p.value());
+}
+
+// The fake driver's counters (0 on a real driver).
+int fake_stat(const char* name) {
+  if (!g_fake) return 0;
+  void* h = dlopen(fatpack::driver_library().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  auto f = h ? reinterpret_cast<int (*)()>(dlsym(h, name)) : nullptr;
+  return f ? f() : -1;
+}
+int fake_modules_in(CUcontext c) {
+  if (!g_fake) return 0;
+  void* h = dlopen(fatpack::driver_library().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  auto f = h ? reinterpret_cast<int (*)(void*)>(dlsym(h, "fakecuda_live_modules_in")) : nullptr;
+  return f ? f(c) : -1;
+}
+
+CUcontext current() {
+  CUcontext c = nullptr;
+  (void)cu.get_current(&c);
+  return c;
+}
+
+// ---- helpers ----------------------------------------------------------------------------------------
+
+// Runs `fn` on a new thread (no current context) and prints "ok <name>" when it added no failure.
+void run_case(const char* name, const std::function<void()>& fn) {
+  const int before = g_failures;
+  const int stale_before = fake_stat("fakecuda_stale_uses");
+  std::thread t([&] {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      EXPECT(false, "exception: %s", e.what());
+    }
+  });
+  t.join();
+  EXPECT(fake_stat("fakecuda_stale_uses") == stale_before, "%s: a module of a destroyed context reached the driver",
+         name);
+  std::printf("%s %s\n", g_failures == before ? "ok" : "FAIL", name);
+  std::fflush(stdout);
+}
+
+fatpack::module load(const char* module, int device = -1) {
+  fatpack::load_options o;
+  o.device = device;
+  auto m = fatpack::load_module(module, o);
+  EXPECT(m.has_value(), "load_module(%s): %s", module, m ? "" : m.error().what());
+  return m ? std::move(m.value()) : fatpack::module();
+}
+
+// Launches vadd over n floats in the current context; on a real GPU checks c = a + b.
+CUresult launch_vadd(const fatpack::module& m) {
+  auto f = m.function("vadd");
+  if (!f) {
+    EXPECT(false, "function(vadd): %s", f.error().what());
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  const int n = g_fake ? 256 : 1 << 20;
+  if (g_fake) {
+    CUdeviceptr a = 0, b = 0, c = 0;
+    int nn = n;
+    void* args[] = {&a, &b, &c, &nn};
+    return cu.launch(*f, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
+  }
+  std::vector<float> ha(n), hb(n), hc(n, -1.f);
+  for (int i = 0; i < n; ++i) {
+    ha[i] = static_cast<float>(i) * 0.5f;
+    hb[i] = 3.f - static_cast<float>(i % 97);
+  }
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  CUdeviceptr a = 0, b = 0, c = 0;
+  CUresult r = cu.mem_alloc(&a, bytes);
+  if (r == CUDA_SUCCESS) r = cu.mem_alloc(&b, bytes);
+  if (r == CUDA_SUCCESS) r = cu.mem_alloc(&c, bytes);
+  if (r == CUDA_SUCCESS) r = cu.htod(a, ha.data(), bytes);
+  if (r == CUDA_SUCCESS) r = cu.htod(b, hb.data(), bytes);
+  if (r != CUDA_SUCCESS) {
+    EXPECT(false, "memory setup: CUresult %d", static_cast<int>(r));
+    return r;
+  }
+  int nn = n;
+  void* args[] = {&a, &b, &c, &nn};
+  CUresult lr = cu.launch(*f, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
+  if (lr == CUDA_SUCCESS) {
+    EXPECT(cu.sync() == CUDA_SUCCESS, "cuCtxSynchronize");
+    EXPECT(cu.dtoh(hc.data(), c, bytes) == CUDA_SUCCESS, "cuMemcpyDtoH");
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += hc[i] != ha[i] + hb[i];
+    EXPECT(wrong == 0, "vadd: %d of %d results wrong", wrong, n);
+  }
+  cu.mem_free(a);
+  cu.mem_free(b);
+  cu.mem_free(c);
+  return lr;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The error of a handle whose context was destroyed.
+void expect_destroyed_error(const fatpack::error& e, const char* package, const char* module) {
+  EXPECT(e.code == fatpack::errc::cuda, "code %s", fatpack::errc_name(e.code));
+  EXPECT(e.cuda_status == CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuda_status %d", e.cuda_status);
+  EXPECT(has(e.message, std::string("package '") + package + "'"), "no package in: %s", e.message.c_str());
+  EXPECT(has(e.message, std::string("module '") + module + "'"), "no module in: %s", e.message.c_str());
+  EXPECT(has(e.message, "device 0"), "no device in: %s", e.message.c_str());
+  EXPECT(has(e.message, fatpack::driver_library()), "no driver in: %s", e.message.c_str());
+  EXPECT(has(e.message, "destroyed"), "no cause in: %s", e.message.c_str());
+}
+
+// Runs fn(ordinal, info, context) for every device, in a context of its own (cuCtxCreate) made for it
+// and destroyed after.
+void per_device_own_context(int ndev, const std::function<void(int, const fatpack::device_info&, CUcontext)>& fn) {
+  for (int d = 0; d < ndev; ++d) {
+    const auto info = fatpack::device(d).value();
+    CUdevice dev = 0;
+    cu.device_get(&dev, d);
+    CUcontext own = nullptr;
+    EXPECT(cu.ctx_create(&own, 0, dev) == CUDA_SUCCESS, "cuCtxCreate on device %d", d);
+    fn(d, info, own);
+    cu.ctx_destroy(own);
+  }
+}
+
+// The launch snippet of docs/runtime.md §1, verbatim (docs_launch_snippet.inc). Its undeclared names
+// are given here; cuLaunchKernel is the loaded driver's.
+int docs_snippet(CUresult& launched) {
+  const auto cuLaunchKernel = cu.launch;
+  CUdeviceptr a = 0, b = 0, c = 0;
+  int n = g_fake ? 256 : 0;  // on a GPU no thread touches the (null) pointers
+  unsigned grid = 1;
+  CUstream stream = nullptr;
+#include "docs_launch_snippet.inc"
+  launched = r;
+  if (r == CUDA_SUCCESS) launched = cu.sync();  // the launch ran (on a GPU)
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool no_ctx_id = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--no-ctx-id")
+      no_ctx_id = true;
+    else
+      g_artifacts = argv[i];
+  }
+  setenv("FATPACK_CACHE_DISABLE", "1", 1);
+  if (auto s = fatpack::init(); !s) {
+    std::printf("SKIPPED: no CUDA driver/GPU (%s)\n", s.error().message.c_str());
+    return 77;
+  }
+  g_fake = fatpack::device(0).value().name.find("FakeCUDA") != std::string::npos;
+  const int ndev = fatpack::device_count().value();
+  std::printf("driver %s, %d device(s)%s\n", fatpack::driver_library().c_str(), ndev, g_fake ? " (fake)" : "");
+  get(cu.ctx_create, "cuCtxCreate");
+  get(cu.ctx_destroy, "cuCtxDestroy");
+  get(cu.get_current, "cuCtxGetCurrent");
+  get(cu.set_current, "cuCtxSetCurrent");
+  get(cu.pop, "cuCtxPopCurrent");
+  get(cu.sync, "cuCtxSynchronize");
+  get(cu.device_get, "cuDeviceGet");
+  get(cu.retain, "cuDevicePrimaryCtxRetain");
+  get(cu.release, "cuDevicePrimaryCtxRelease");
+  get(cu.launch, "cuLaunchKernel");
+  get(cu.get_function, "cuModuleGetFunction");
+  if (!g_fake) {
+    get(cu.mem_alloc, "cuMemAlloc");
+    get(cu.mem_free, "cuMemFree");
+    get(cu.htod, "cuMemcpyHtoD");
+    get(cu.dtoh, "cuMemcpyDtoH");
+  }
+  // vadd for docs/runtime.md's snippet; ctx_vadd for the rest. sm_80 and sm_90 SASS, compute_80 PTX.
+  const std::vector<std::string> files = {"vadd.sm_80.cubin", "vadd.sm_90.cubin", "vadd.compute_80.ptx"};
+  add_package("docs", files, "vadd");
+  add_package("ctx", files, "ctx_vadd");
+  add_package("mixed", {"vadd.sm_90.cubin", "vadd.compute_80.ptx"}, "ctx_mixed");
+
+  if (no_ctx_id) {
+    run_case("no-id: primary contexts work and are shared", [] {
+      auto m1 = load("ctx_vadd");
+      EXPECT(m1.primary_context(), "not the primary context");
+      EXPECT(current() == m1.context(), "the primary context is not current after the load");
+      EXPECT(launch_vadd(m1) == CUDA_SUCCESS, "launch");
+      auto m2 = load("ctx_vadd");
+      EXPECT(m1.handle() == m2.handle(), "the primary context's module is not shared");
+    });
+    run_case("no-id: an own context is refused with a clear error", [] {
+      CUcontext c = nullptr;
+      EXPECT(cu.ctx_create(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+      auto m = fatpack::load_module("ctx_vadd");
+      EXPECT(!m, "loaded into an own context without cuCtxGetId");
+      if (!m) {
+        EXPECT(m.error().code == fatpack::errc::driver_symbol_missing, "code %s", fatpack::errc_name(m.error().code));
+        EXPECT(has(m.error().message, "cuCtxGetId"), "message: %s", m.error().message.c_str());
+        EXPECT(has(m.error().message, "ctx_vadd"), "message: %s", m.error().message.c_str());
+      }
+      EXPECT(current() == c, "the application's context is no longer current");
+      cu.ctx_destroy(c);
+    });
+    run_case("no-library: a driver without cuLibraryLoadData gets a clear error from load_library", [] {
+      auto lib = fatpack::load_library("ctx_vadd");
+      EXPECT(!lib, "load_library without cuLibraryLoadData");
+      if (!lib)
+        EXPECT(lib.error().code == fatpack::errc::driver_symbol_missing && has(lib.error().message, "cuLibraryLoadData"),
+               "%s", lib.error().what());
+    });
+    std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+    return g_failures ? 1 : 0;
+  }
+
+  run_case("docs: the launch snippet of docs/runtime.md runs as written", [] {
+    EXPECT(current() == nullptr, "the thread starts with a context");
+    CUresult launched = CUDA_ERROR_UNKNOWN;
+    EXPECT(docs_snippet(launched) == 0, "the snippet returned early");
+    EXPECT(launched == CUDA_SUCCESS, "cuLaunchKernel after load_module: CUresult %d", static_cast<int>(launched));
+  });
+
+  run_case("primary: no current context -> the device's primary context, current after the load", [] {
+    EXPECT(current() == nullptr, "the thread starts with a context");
+    auto m = load("ctx_vadd");
+    EXPECT(m.primary_context(), "not the primary context");
+    EXPECT(m.device() == 0, "device %d", m.device());
+    EXPECT(current() != nullptr && current() == m.context(), "the module's primary context is not current");
+    EXPECT(launch_vadd(m) == CUDA_SUCCESS, "launch in the primary context");
+  });
+
+  run_case("own: the application's cuCtxCreate context -> loaded there, still current after", [] {
+    CUcontext c = nullptr;
+    EXPECT(cu.ctx_create(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    auto m = load("ctx_vadd");
+    EXPECT(m.context() == c, "loaded into %p, not the current context %p", static_cast<void*>(m.context()),
+           static_cast<void*>(c));
+    EXPECT(!m.primary_context(), "reported as the primary context");
+    EXPECT(current() == c, "the application's context is not current after the load");
+    if (g_fake) EXPECT(fake_modules_in(c) == 1, "%d modules in the context", fake_modules_in(c));
+    CUresult r = launch_vadd(m);
+    EXPECT(r == CUDA_SUCCESS, "launch in the application's context: CUresult %d", static_cast<int>(r));
+    EXPECT(m.check().ok(), "check(): %s", m.check() ? "" : m.check().error().what());
+    m.reset();
+    EXPECT(cu.ctx_destroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
+  });
+
+  run_case("two: two contexts -> two modules; the same context again -> the same module", [] {
+    CUcontext c1 = nullptr, c2 = nullptr;
+    EXPECT(cu.ctx_create(&c1, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 1");
+    auto m1 = load("ctx_vadd");
+    EXPECT(cu.ctx_create(&c2, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 2");  // pushed: c2 current
+    auto m2 = load("ctx_vadd");
+    EXPECT(m1.context() == c1 && m2.context() == c2, "contexts %p %p", static_cast<void*>(m1.context()),
+           static_cast<void*>(m2.context()));
+    EXPECT(m1.handle() != m2.handle(), "one module for two contexts");
+    EXPECT(launch_vadd(m2) == CUDA_SUCCESS, "launch of context 2's module in context 2");
+    // A function of context 1's module does not launch in context 2 (the driver refuses it).
+    CUdeviceptr p = 0;
+    int n = 0;  // no thread touches the (null) pointers on a real GPU
+    void* args[] = {&p, &p, &p, &n};
+    CUresult wrong = cu.launch(m1.function("vadd").value(), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr);
+    EXPECT(wrong != CUDA_SUCCESS, "context 1's function launched in context 2");
+    CUcontext popped = nullptr;
+    cu.pop(&popped);  // c1 current again
+    auto m1b = load("ctx_vadd");
+    EXPECT(m1b.handle() == m1.handle() && &m1b.report() == &m1.report(), "context 1 got a second module");
+    EXPECT(launch_vadd(m1b) == CUDA_SUCCESS, "launch of context 1's module in context 1");
+    m1.reset();
+    m1b.reset();
+    m2.reset();
+    cu.ctx_destroy(c2);
+    cu.ctx_destroy(c1);
+  });
+
+  run_case("destroyed: handles of a destroyed context report it; releasing them is no crash", [] {
+    CUcontext c = nullptr;
+    EXPECT(cu.ctx_create(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    auto m = load("ctx_vadd");
+    EXPECT(m.function("vadd").has_value(), "function before the destroy");
+    EXPECT(cu.ctx_destroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
+    auto s = m.check();
+    EXPECT(!s.ok(), "check() is ok after the context was destroyed");
+    if (!s) {
+      expect_destroyed_error(s.error(), "ctx", "ctx_vadd");
+      std::printf("  check(): %s\n", s.error().what());
+    }
+    auto f = m.function("vadd");
+    EXPECT(!f, "function() works after the context was destroyed");
+    if (!f) expect_destroyed_error(f.error(), "ctx", "ctx_vadd");
+    m.reset();  // nothing reaches the driver (run_case counts the fake's stale uses)
+  });
+
+  run_case("destroyed (C API): fatpack_module_check and fatpack_module_function report it", [] {
+    CUcontext c = nullptr;
+    EXPECT(cu.ctx_create(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    fatpack_module* m = nullptr;
+    EXPECT(fatpack_load_module("ctx_vadd", "ctx", -1, &m) == FATPACK_OK, "%s", fatpack_last_error());
+    EXPECT(fatpack_module_context(m) == c, "not loaded into the current context");
+    EXPECT(fatpack_module_check(m) == FATPACK_OK, "check before the destroy: %s", fatpack_last_error());
+    EXPECT(cu.ctx_destroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
+    EXPECT(fatpack_module_check(m) == FATPACK_ERROR_CUDA, "check after the destroy");
+    EXPECT(fatpack_last_cuda_status() == CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuda status %d", fatpack_last_cuda_status());
+    EXPECT(has(fatpack_last_error(), "ctx_vadd") && has(fatpack_last_error(), "destroyed"), "%s", fatpack_last_error());
+    struct CUfunc_st* f = nullptr;
+    EXPECT(fatpack_module_function(m, "vadd", &f) == FATPACK_ERROR_CUDA, "function after the destroy");
+    fatpack_module_release(m);
+  });
+
+  run_case("reused: a new context at a destroyed context's address -> a new module", [] {
+    CUcontext c1 = nullptr, c2 = nullptr;
+    EXPECT(cu.ctx_create(&c1, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 1");
+    auto m1 = load("ctx_vadd");
+    EXPECT(cu.ctx_destroy(c1) == CUDA_SUCCESS, "cuCtxDestroy");
+    EXPECT(cu.ctx_create(&c2, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 2");
+    if (g_fake) EXPECT(c2 == c1, "the fake driver did not reuse the address");
+    std::printf("  address %s\n", c2 == c1 ? "reused" : "not reused (real driver)");
+    const int loads = fake_stat("fakecuda_module_loads");
+    auto m2 = load("ctx_vadd");
+    EXPECT(&m2.report() != &m1.report(), "the dead context's module was returned");
+    if (g_fake) EXPECT(fake_stat("fakecuda_module_loads") == loads + 1, "no new module load");
+    EXPECT(m2.context() == c2 && m2.check().ok(), "the new module is not in the new context");
+    EXPECT(!m1.check().ok(), "the old handle does not see its context destroyed");
+    EXPECT(launch_vadd(m2) == CUDA_SUCCESS, "launch in the new context");
+    m1.reset();
+    m2.reset();
+    cu.ctx_destroy(c2);
+  });
+
+  run_case("devices: each device, own and primary context, gets its own best entry", [ndev] {
+    auto want = [](const fatpack::device_info& info) {
+      return std::string(info.arch >= 90 ? "sm_90" : info.arch >= 80 ? "sm_80" : "");
+    };
+    per_device_own_context(ndev, [&](int d, const fatpack::device_info& info, CUcontext own) {
+      auto m = load("ctx_vadd");  // device -1: the current context's device
+      EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
+      EXPECT(m.report().target == want(info) || (want(info).empty() && m.report().jit), "device %d (CC %d): got %s", d,
+             static_cast<int>(info.arch), m.report().target.c_str());
+      EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch in its own context", d);
+      std::printf("  device %d (CC %d.%d): own context -> %s\n", d, info.cc_major, info.cc_minor,
+                  m.report().target.c_str());
+    });
+    for (int d = 0; d < ndev; ++d) {
+      const auto info = fatpack::device(d).value();
+      CUdevice dev = 0;
+      cu.device_get(&dev, d);
+      CUcontext primary = nullptr;
+      EXPECT(cu.retain(&primary, dev) == CUDA_SUCCESS, "cuDevicePrimaryCtxRetain %d", d);
+      cu.set_current(primary);  // what cudaSetDevice(d) does
+      {
+        auto m = load("ctx_vadd");
+        EXPECT(m.device() == d && m.context() == primary && m.primary_context(), "device %d: primary", d);
+        EXPECT(m.report().target == want(info) || (want(info).empty() && m.report().jit), "device %d: got %s", d,
+               m.report().target.c_str());
+        EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch in its primary context", d);
+        std::printf("  device %d (CC %d.%d): primary context -> %s\n", d, info.cc_major, info.cc_minor,
+                    m.report().target.c_str());
+      }
+      cu.set_current(nullptr);
+      cu.release(dev);
+    }
+  });
+
+  run_case("devices-mixed: SASS for one device, the JIT for the other, each in its own context", [ndev] {
+    // sm_90 SASS and compute_80 PTX: CC 9.x loads the SASS, CC 8.x JIT-compiles the PTX for itself.
+    per_device_own_context(ndev, [&](int d, const fatpack::device_info& info, CUcontext own) {
+      auto m = load("ctx_mixed");
+      const bool sass = info.cc_major == 9;
+      EXPECT(m.device() == d && m.context() == own, "device %d: loaded on device %d", d, m.device());
+      EXPECT(m.report().jit == !sass, "device %d (CC %d): jit=%d, target %s", d, static_cast<int>(info.arch),
+             m.report().jit, m.report().target.c_str());
+      EXPECT(launch_vadd(m) == CUDA_SUCCESS, "device %d: launch", d);
+      std::printf("  device %d (CC %d.%d): %s%s\n", d, info.cc_major, info.cc_minor, m.report().target.c_str(),
+                  m.report().jit ? " through the JIT" : "");
+    });
+  });
+
+  run_case("port: fatpackModuleLoadData of a cubin, PTX and a fatbin in the application's context", [ndev] {
+    per_device_own_context(ndev, [&](int d, const fatpack::device_info& info, CUcontext own) {
+      std::vector<std::string> images = {"vadd.fatbin", "vadd.compute_80.ptx"};
+      if (info.cc_major == 9) images.push_back("vadd.sm_90.cubin");
+      for (const auto& name : images) {
+        std::vector<std::uint8_t> bytes = read_file(name);
+        if (name.find(".ptx") != std::string::npos) bytes.push_back(0);  // PTX ends with its NUL
+        bytes.resize(bytes.size() + 64, 0xAB);  // what follows the image is not read as part of it
+        CUmodule mod = nullptr;
+        CUresult r = fatpackModuleLoadData(&mod, bytes.data());  // the one changed line of a port
+        EXPECT(r == CUDA_SUCCESS && mod, "device %d: %s: CUresult %d: %s", d, name.c_str(), static_cast<int>(r),
+               fatpack_last_error());
+        std::vector<std::uint8_t>().swap(bytes);  // the caller's bytes may go at once
+        if (r != CUDA_SUCCESS) continue;
+        CUfunction f = nullptr;
+        EXPECT(cu.get_function(&f, mod, "vadd") == CUDA_SUCCESS, "device %d: %s: cuModuleGetFunction", d, name.c_str());
+        if (f) {
+          // A module of the current context: the launch finds it.
+          CUdeviceptr p = 0;
+          int n = 0;
+          void* args[] = {&p, &p, &p, &n};
+          if (g_fake)
+            EXPECT(cu.launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS, "device %d: %s: launch",
+                   d, name.c_str());
+        }
+        if (g_fake) EXPECT(fake_modules_in(own) == 1, "device %d: %s: %d modules in the context", d, name.c_str(),
+                           fake_modules_in(own));
+        EXPECT(fatpackModuleUnload(mod) == CUDA_SUCCESS, "device %d: %s: unload", d, name.c_str());
+        EXPECT(static_cast<CUresult>(fatpackModuleUnload(mod)) == CUDA_ERROR_INVALID_HANDLE, "second unload");
+        if (g_fake) EXPECT(fake_modules_in(own) == 0, "device %d: %s: not unloaded", d, name.c_str());
+        std::printf("  device %d (CC %d.%d): %s ok\n", d, info.cc_major, info.cc_minor, name.c_str());
+      }
+      EXPECT(current() == own, "the application's context is no longer current");
+    });
+  });
+
+  run_case("port: what fatpack cannot read is CUDA_ERROR_INVALID_IMAGE, with the reason", [] {
+    CUcontext own = nullptr;
+    EXPECT(cu.ctx_create(&own, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    const char junk[] = "this is no image";
+    CUmodule mod = nullptr;
+    CUresult r = fatpackModuleLoadData(&mod, junk);
+    EXPECT(r == CUDA_ERROR_INVALID_IMAGE && !mod, "CUresult %d", static_cast<int>(r));
+    EXPECT(has(fatpack_last_error(), "fatpackModuleLoadData"), "message: %s", fatpack_last_error());
+    char log[512] = {};
+    CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log))};
+    r = fatpackModuleLoadDataEx(&mod, junk, 2, keys, values);
+    EXPECT(r == CUDA_ERROR_INVALID_IMAGE, "Ex: CUresult %d", static_cast<int>(r));
+    EXPECT(has(log, "fatpackModuleLoadDataEx") && has(log, "PTX"), "error log: %s", log);
+    cu.ctx_destroy(own);
+  });
+
+  run_case("library: one load, its kernels launch in every context of the device, present and future", [ndev] {
+    CUcontext before = nullptr;
+    EXPECT(cu.ctx_create(&before, 0, 0) == CUDA_SUCCESS, "cuCtxCreate (before the load)");
+    fatpack::load_options o;
+    o.device = 0;
+    auto lib = fatpack::load_library("ctx_vadd", o);
+    EXPECT(lib.has_value(), "load_library: %s", lib ? "" : lib.error().what());
+    if (!lib) return;
+    EXPECT(current() == before, "load_library changed the current context");
+    EXPECT(lib->report().target == "sm_90" || fatpack::device(0).value().cc_major != 9, "target %s",
+           lib->report().target.c_str());
+    auto again = fatpack::load_library("ctx_vadd", o);
+    EXPECT(again && again->handle() == lib->handle(), "a second library for the same module and device");
+    auto k = lib->kernel("vadd");
+    EXPECT(k.has_value(), "kernel(vadd): %s", k ? "" : k.error().what());
+    auto missing = lib->kernel("no_such_kernel");
+    EXPECT(!missing && missing.error().code == fatpack::errc::not_found && has(missing.error().message, "saxpy"),
+           "kernel(no_such_kernel): %s", missing ? "found" : missing.error().what());
+    if (!k) return;
+    CUdeviceptr p = 0;
+    int n = 0;  // no thread touches the (null) pointers on a real GPU
+    void* args[] = {&p, &p, &p, &n};
+    // A CUkernel in place of a CUfunction, and the kernel's function, in each context.
+    auto launch_in = [&](const char* what) {
+      EXPECT(cu.launch(reinterpret_cast<CUfunction>(*k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS,
+             "%s: cuLaunchKernel(CUkernel)", what);
+      auto f = lib->function("vadd");
+      EXPECT(f.has_value(), "%s: function(): %s", what, f ? "" : f.error().what());
+      if (f) EXPECT(cu.launch(*f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS, "%s: launch", what);
+      return f ? *f : nullptr;
+    };
+    CUfunction f_before = launch_in("the context made before the load");
+    CUcontext after = nullptr;
+    EXPECT(cu.ctx_create(&after, 0, 0) == CUDA_SUCCESS, "cuCtxCreate (after the load)");
+    CUfunction f_after = launch_in("a context made after the load");
+    EXPECT(f_before != f_after, "one CUfunction for two contexts");
+    EXPECT(cu.ctx_destroy(after) == CUDA_SUCCESS, "cuCtxDestroy");
+    CUcontext primary = nullptr;
+    CUdevice dev0 = 0;
+    cu.device_get(&dev0, 0);
+    EXPECT(cu.retain(&primary, dev0) == CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
+    cu.set_current(primary);  // replaces `before` on this thread's stack
+    launch_in("the primary context");
+    cu.set_current(before);
+    launch_in("the first context again, after another was destroyed");
+    cu.release(dev0);
+    // Another device of another CC gets its own library with its own entry.
+    if (ndev > 1) {
+      const auto info1 = fatpack::device(1).value();
+      o.device = 1;
+      auto lib1 = fatpack::load_library("ctx_vadd", o);
+      EXPECT(lib1 && lib1->device() == 1 && lib1->handle() != lib->handle(), "device 1: %s",
+             lib1 ? "the same library" : lib1.error().what());
+      if (lib1) {
+        std::printf("  device 0 -> %s, device 1 (CC %d.%d) -> %s\n", lib->report().target.c_str(), info1.cc_major,
+                    info1.cc_minor, lib1->report().target.c_str());
+        CUdevice dev1 = 0;
+        cu.device_get(&dev1, 1);
+        CUcontext c1 = nullptr;
+        EXPECT(cu.ctx_create(&c1, 0, dev1) == CUDA_SUCCESS, "cuCtxCreate on device 1");
+        auto k1 = lib1->kernel("vadd");
+        EXPECT(k1 && cu.launch(reinterpret_cast<CUfunction>(*k1), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) ==
+                         CUDA_SUCCESS,
+               "device 1: launch of its library's kernel");
+        cu.ctx_destroy(c1);
+      }
+    }
+    lib->reset();
+    cu.ctx_destroy(before);
+  });
+
+  std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,78 @@
+// Helpers shared by the stand-alone runtime test programs that also run on a real GPU
+// (gpu_test.cpp, context_test.cpp): failure counting without a test framework, artifacts, packages.
+#pragma once
+
+#include "fatpack/fatpack.hpp"
+
+#include "fatpack/core/input.hpp"
+#include "fatpack/core/package_writer.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace fatpack_gpu_test {
+
+inline std::string g_artifacts = FATPACK_TEST_ARTIFACTS;
+inline int g_failures = 0;
+
+#define EXPECT(cond, ...)                                           \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      ++::fatpack_gpu_test::g_failures;                             \
+      std::printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      std::printf(__VA_ARGS__);                                     \
+      std::printf("\n");                                            \
+    }                                                               \
+  } while (0)
+
+inline std::vector<std::uint8_t> read_file(const std::string& name) {
+  std::ifstream f(g_artifacts + "/" + name, std::ios::binary);
+  if (!f) {
+    std::printf("FAIL: cannot read %s/%s\n", g_artifacts.c_str(), name.c_str());
+    std::exit(1);
+  }
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+inline std::vector<std::uint8_t> with_version(std::vector<std::uint8_t> ptx, const std::string& isa) {
+  std::string s(ptx.begin(), ptx.end());
+  auto pos = s.find(".version ");
+  auto end = s.find('\n', pos);
+  s.replace(pos, end - pos, ".version " + isa);
+  return std::vector<std::uint8_t>(s.begin(), s.end());
+}
+
+// Registers package `name` holding module `module` (default: `name`) built from artifacts ("file" or
+// "file@isa": PTX with its .version rewritten).
+inline void add_package(const std::string& name, const std::vector<std::string>& items, std::string module = {}) {
+  if (module.empty()) module = name;
+  std::vector<fatpack::core::entry_input> entries;
+  for (const auto& item : items) {
+    auto at = item.find('@');
+    auto bytes = read_file(item.substr(0, at));
+    if (at != std::string::npos) bytes = with_version(bytes, item.substr(at + 1));
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), item, module);
+    if (!r) {
+      std::printf("FAIL: import %s: %s\n", item.c_str(), r.error().message.c_str());
+      std::exit(1);
+    }
+    for (auto& e : r.value()) entries.push_back(std::move(e));
+  }
+  auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
+  if (!pkg) {
+    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
+    std::exit(1);
+  }
+  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
+  if (!s) {
+    std::printf("FAIL: %s\n", s.error().what());
+    std::exit(1);
+  }
+}
+
+}  // namespace fatpack_gpu_test
