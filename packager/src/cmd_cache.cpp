@@ -113,7 +113,7 @@ int run_list(const cache_args& a) {
                 static_cast<unsigned long long>(e.cubin_bytes), static_cast<unsigned long long>(e.disk_bytes),
                 when(e.last_use_unix_s).c_str(), e.driver_text.c_str(), e.code_text.c_str());
   }
-  std::printf("%zu entries in %s\n", entries.size(), (*c)->path().c_str());
+  std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), (*c)->path().c_str());
   return exit_ok;
 }
 
@@ -130,7 +130,7 @@ int run_verify(const cache_args& a) {
     for (const auto& p : problems)
       print_error(p.file + ": " + p.problem + (p.removed ? " (removed)" : ""));
     if (problems.empty())
-      std::printf("%s: ok (%llu entries)\n", (*c)->path().c_str(), static_cast<unsigned long long>(checked));
+      std::printf("%s: ok (%s)\n", (*c)->path().c_str(), count_of(checked, "entry", "entries").c_str());
   }
   // Repaired problems leave a sound cache; unrepaired ones are a failure.
   for (const auto& p : problems)
@@ -150,8 +150,8 @@ int run_prune(const cache_args& a) {
                 {"bytes_freed", r.bytes_freed}, {"bytes_left", r.bytes_left}});
     return exit_ok;
   }
-  std::printf("%s: removed %llu entries (%s), %s left (limit %s)\n", (*c)->path().c_str(),
-              static_cast<unsigned long long>(r.removed), human_size(r.bytes_freed).c_str(),
+  std::printf("%s: removed %s (%s), %s left (limit %s)\n", (*c)->path().c_str(),
+              count_of(r.removed, "entry", "entries").c_str(), human_size(r.bytes_freed).c_str(),
               human_size(r.bytes_left).c_str(), human_size(max_bytes).c_str());
   return exit_ok;
 }
@@ -164,8 +164,8 @@ int run_clear(const cache_args& a) {
   if (a.json)
     print_json({{"path", (*c)->path()}, {"removed", before.entries}, {"bytes_freed", before.bytes}});
   else
-    std::printf("%s: removed %llu entries (%s)\n", (*c)->path().c_str(),
-                static_cast<unsigned long long>(before.entries), human_size(before.bytes).c_str());
+    std::printf("%s: removed %s (%s)\n", (*c)->path().c_str(), count_of(before.entries, "entry", "entries").c_str(),
+                human_size(before.bytes).c_str());
   return exit_ok;
 }
 

@@ -43,7 +43,7 @@ void print_human(const package_file& pf) {
     std::cout << pf.path;
     if (pf.embedded || pf.packages.size() > 1) std::cout << " [package " << p << "]";
     std::cout << ": package '" << pkg.name() << "', format " << pkg.version_major() << "." << pkg.version_minor()
-              << ", " << pkg.entries().size() << " entries, " << human_size(pkg.total_size()) << " (raw images "
+              << ", " << count_of(pkg.entries().size(), "entry", "entries") << ", " << human_size(pkg.total_size()) << " (raw images "
               << human_size(raw) << ", stored " << human_size(stored) << ")\n";
     std::printf("  %-3s %-14s %-13s %-4s %-5s %-5s %12s %12s  %-16s %s\n", "#", "module", "target", "kind", "isa",
                 "codec", "raw", "stored", "xxh3", "kernels");

@@ -49,7 +49,7 @@ int write_package_file(const std::string& output, const std::string& name, const
   if (verbose) {
     std::uint64_t raw = 0;
     for (const auto& e : entries) raw += e.raw.size();
-    std::cout << output << ": package '" << name << "', " << entries.size() << " entries, " << human_size(raw)
+    std::cout << output << ": package '" << name << "', " << count_of(entries.size(), "entry", "entries") << ", " << human_size(raw)
               << " raw -> " << human_size(bytes->size()) << " (" << copts.codec << ")"
               << (changed ? "" : ", unchanged") << "\n";
   }

@@ -31,8 +31,8 @@ command_runner add_verify_command(CLI::App& app) {
         entries += pkg.entries().size();
       }
       if (ok)
-        std::cout << path << ": ok (" << pf->packages.size() << (pf->packages.size() == 1 ? " package, " : " packages, ")
-                  << entries << " entries)\n";
+        std::cout << path << ": ok (" << count_of(pf->packages.size(), "package", "packages") << ", "
+                  << count_of(entries, "entry", "entries") << ")\n";
     }
     return rc;
   };

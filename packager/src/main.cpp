@@ -5,6 +5,7 @@
 
 #include "fatpack/core/package.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -53,6 +54,22 @@ int main(int argc, char** argv) {
   add(add_cache_command);
   add(add_warm_command);
 
+  // A first word that is no option and no command: say so, with the nearest command (CLI11 would
+  // only say that a subcommand is required).
+  if (args.size() > 1 && args[1][0] != '-') {
+    const std::string word = args[1];
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) == names.end()) {
+      const std::string near = nearest_name(word, names);
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      print_error("unknown command '" + word + "'" +
+                  (near.empty() ? " (commands: " + list + ")" : "; did you mean '" + near + "'?"));
+      std::cerr << "Run 'fatpack --help' for usage.\n";
+      return exit_usage;
+    }
+  }
   try {
     app.parse(int(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {

@@ -2,6 +2,7 @@
 
 #include "file_io.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -16,6 +17,37 @@ bool stderr_is_terminal() { return ::isatty(2) == 1; }
 std::vector<std::string>& passthrough_args() {
   static std::vector<std::string> args;
   return args;
+}
+
+std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
+  return std::to_string(n) + " " + std::string(n == 1 ? singular : plural);
+}
+
+std::string nearest_name(std::string_view word, const std::vector<std::string>& names) {
+  // Optimal string alignment distance: insertions, deletions, substitutions and transpositions of
+  // neighbours ("buidl" -> "build" is 1).
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i)
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  std::string best;
+  std::size_t best_d = 3;  // at most 2
+  for (const auto& n : names) {
+    const std::size_t d = distance(word, n);
+    if (d < best_d && d < word.size()) {
+      best_d = d;
+      best = n;
+    }
+  }
+  return best;
 }
 
 std::string human_size(std::uint64_t bytes) {

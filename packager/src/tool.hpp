@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fatpack::tool {
@@ -65,6 +66,11 @@ std::string cache_dir_argument(const std::string& path);
 std::vector<std::string>& passthrough_args();
 
 std::string human_size(std::uint64_t bytes);
+// "1 entry", "3 entries": a count and its noun, singular for exactly 1.
+std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural);
+// The name of `names` nearest to `word` (edit distance with transpositions, at most 2 and less than
+// the word's length), or "" when none is that near: for "did you mean" hints.
+std::string nearest_name(std::string_view word, const std::vector<std::string>& names);
 // A runtime error (fatpack/error.hpp) as one diagnostic: its message, then the JIT log if any.
 std::string runtime_error_text(const fatpack::error& e);  // "1.2 MiB"
 

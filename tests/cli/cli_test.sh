@@ -125,7 +125,7 @@ cache_warm)
   expect_in out.txt "removed 2 entries"
   run 0 "$fatpack" warm --path "$c" --target sm_100 w.fpk
   run 0 "$fatpack" cache clear --path "$c"
-  expect_in out.txt "removed 1 entries"
+  expect_in out.txt "removed 1 entry \\("
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['stats']['entries'] == 0, d"
   # Errors: a bad target is a usage error; no driver and a failing JIT are failures that say why.
@@ -168,6 +168,29 @@ help)
   done
   run 0 "$fatpack" --version
   expect_in out.txt "fatpack [0-9.]+ \(package format 1\.0\)"
+  ;;
+unknown_command)
+  # An unknown command names the nearest one (a swap, a missing or an extra letter), else lists them.
+  run 2 "$fatpack" buidl -o x.fpk k.cu
+  expect_in err.txt "^fatpack: error: unknown command 'buidl'; did you mean 'build'\\?$"
+  run 2 "$fatpack" inspec x.fpk
+  expect_in err.txt "^fatpack: error: unknown command 'inspec'; did you mean 'inspect'\\?$"
+  run 2 "$fatpack" packk
+  expect_in err.txt "did you mean 'pack'\\?$"
+  run 2 "$fatpack" frobnicate
+  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm\\)$"
+  run 2 "$fatpack" x
+  expect_in err.txt "unknown command 'x' \\(commands: "
+  run 0 "$fatpack" --version
+  # Counts agree with their noun (docs/cli.md "Conventions").
+  run 0 "$fatpack" pack -v -o one.fpk "${cubins[0]}"
+  expect_in out.txt "one.fpk: package '[^']+', 1 entry, "
+  run 0 "$fatpack" verify one.fpk
+  expect_in out.txt "one.fpk: ok \\(1 package, 1 entry\\)$"
+  run 0 "$fatpack" inspect one.fpk
+  expect_in out.txt ", 1 entry, "
+  run 0 "$fatpack" pack -v -o two.fpk "${cubins[0]}" "${cubins[1]}"
+  expect_in out.txt "two.fpk: package '[^']+', 2 entries, "
   ;;
 usage)
   run 2 "$fatpack"

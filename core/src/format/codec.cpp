@@ -1,4 +1,6 @@
-// Per-entry codecs in the blocked layout of docs/format.md §5.
+// Per-entry codecs in the blocked layout of docs/format.md §5: names, levels, decompression, XXH3.
+// Compression is in codec_compress.cpp (LZ4) and codec_zstd_compress.cpp (zstd), so that a program
+// that only reads packages and writes LZ4 cache entries (the runtime) never links zstd's encoder.
 //
 // Why blocks: a package entry (or a cache entry) is decompressed on the start-up path. Independent
 // blocks let a large image be decompressed on several threads, and a block that does not shrink is
@@ -6,9 +8,10 @@
 #include "fatpack/core/codec.hpp"
 
 #include "fatpack/core/thread_pool.hpp"
+#include "format/codec_blocks.hpp"
 
 #include <lz4.h>
-#include <lz4hc.h>
+#include <lz4hc.h>  // LZ4HC_CLEVEL_MAX
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -22,16 +25,6 @@ namespace {
 
 std::uint32_t read_u32(const std::uint8_t* p) {
   return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
-}
-void write_u32(std::uint8_t* p, std::uint32_t v) {
-  p[0] = std::uint8_t(v);
-  p[1] = std::uint8_t(v >> 8);
-  p[2] = std::uint8_t(v >> 16);
-  p[3] = std::uint8_t(v >> 24);
-}
-
-std::uint64_t block_count(std::uint64_t raw_size, std::uint32_t block_size) {
-  return raw_size == 0 ? 0 : (raw_size + block_size - 1) / block_size;
 }
 
 }  // namespace
@@ -76,64 +69,6 @@ std::uint32_t default_block_size(codec c) noexcept {
 
 std::uint64_t xxh3(byte_span bytes) noexcept { return XXH3_64bits(bytes.data, bytes.size); }
 
-result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw) {
-  if (c == codec::none) return std::vector<std::uint8_t>(raw.begin(), raw.end());
-  if (block_size == 0) block_size = default_block_size(c);
-  if (block_size > max_block_size)
-    return make_error(errc::invalid_argument, "block size " + std::to_string(block_size) + " exceeds 1 GiB");
-  if (level < 0) level = default_level(c);
-  if (c == codec::lz4 && (level < 1 || level > LZ4HC_CLEVEL_MAX))
-    return make_error(errc::invalid_argument, "lz4 level " + std::to_string(level) + " is outside 1.." +
-                                                  std::to_string(LZ4HC_CLEVEL_MAX));
-  if (c == codec::zstd && (level < 1 || level > ZSTD_maxCLevel()))
-    return make_error(errc::invalid_argument, "zstd level " + std::to_string(level) + " is outside 1.." +
-                                                  std::to_string(ZSTD_maxCLevel()));
-
-  const std::uint64_t n = block_count(raw.size, block_size);
-  std::vector<std::vector<std::uint8_t>> blocks(n);
-  std::vector<std::string> failures(n);
-  parallel_for(n, std::thread::hardware_concurrency(), [&](std::size_t i) {
-    const std::uint8_t* src = raw.data + i * std::uint64_t(block_size);
-    const std::size_t len = std::size_t(std::min<std::uint64_t>(block_size, raw.size - i * std::uint64_t(block_size)));
-    std::vector<std::uint8_t>& out = blocks[i];
-    std::size_t produced = 0;
-    if (c == codec::lz4) {
-      out.resize(std::size_t(LZ4_compressBound(int(len))));
-      produced = std::size_t(LZ4_compress_HC(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out.data()),
-                                             int(len), int(out.size()), level));
-      if (produced == 0) failures[i] = "LZ4_compress_HC failed";
-    } else {
-      out.resize(ZSTD_compressBound(len));
-      produced = ZSTD_compress(out.data(), out.size(), src, len, level);
-      if (ZSTD_isError(produced)) {
-        failures[i] = ZSTD_getErrorName(produced);
-        produced = 0;
-      }
-    }
-    // A block that does not shrink is stored raw; the reader knows it by stored size == raw size.
-    if (produced == 0 || produced >= len) {
-      out.assign(src, src + len);
-    } else {
-      out.resize(produced);
-    }
-  });
-  for (std::size_t i = 0; i < n; ++i)
-    if (!failures[i].empty())
-      return make_error(errc::codec, std::string(codec_name(c)) + " compression of block " + std::to_string(i) +
-                                         " failed: " + failures[i]);
-
-  std::uint64_t total = 4 * n;
-  for (auto& b : blocks) total += b.size();
-  std::vector<std::uint8_t> payload(std::size_t(total), 0);
-  std::size_t pos = 4 * std::size_t(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    write_u32(payload.data() + 4 * i, std::uint32_t(blocks[i].size()));
-    std::memcpy(payload.data() + pos, blocks[i].data(), blocks[i].size());
-    pos += blocks[i].size();
-  }
-  return payload;
-}
-
 status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint8_t* out, std::uint64_t raw_size,
                   unsigned threads) {
   if (c == codec::none) {
@@ -147,7 +82,7 @@ status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint
     return make_error(errc::malformed, "unknown codec id " + std::to_string(int(c)));
   if (block_size == 0) return make_error(errc::malformed, "block_size is 0 for a compressed entry");
 
-  const std::uint64_t n = block_count(raw_size, block_size);
+  const std::uint64_t n = detail::block_count(raw_size, block_size);
   if (n > stored.size / 4)
     return make_error(errc::malformed, "block table of " + std::to_string(n) + " blocks does not fit in stored_size " +
                                            std::to_string(stored.size));

@@ -4,6 +4,7 @@
 
 #include "fatpack/core/package.hpp"
 #include "format/package_layout.hpp"
+#include "format/package_writer_impl.hpp"
 
 #include <limits>
 #include <map>
@@ -38,8 +39,25 @@ class string_table {
 
 }  // namespace
 
-result<std::vector<std::uint8_t>> write_package(const std::string& name, const std::vector<entry_input>& entries,
-                                                const pack_options& options) {
+namespace {
+
+result<std::vector<std::uint8_t>> compress_none_or_lz4(codec c, int level, std::uint32_t block_size, byte_span raw) {
+  if (c == codec::none) return std::vector<std::uint8_t>(raw.begin(), raw.end());
+  if (c == codec::lz4) return compress_lz4(level, block_size, raw);
+  return make_error(errc::invalid_argument, std::string("codec ") + codec_name(c) +
+                                                " needs write_package (write_package_lz4 writes none or lz4 only)");
+}
+
+}  // namespace
+
+result<std::vector<std::uint8_t>> write_package_lz4(const std::string& name, const std::vector<entry_input>& entries,
+                                                    const pack_options& options) {
+  return detail::write_package_using(name, entries, options, compress_none_or_lz4);
+}
+
+result<std::vector<std::uint8_t>> detail::write_package_using(const std::string& name,
+                                                              const std::vector<entry_input>& entries,
+                                                              const pack_options& options, payload_compressor compress) {
   if (name.empty()) return make_error(errc::invalid_argument, "package name is empty");
   if (entries.empty()) return make_error(errc::invalid_argument, "package '" + name + "' has no entries");
   if (entries.size() > 1'000'000)

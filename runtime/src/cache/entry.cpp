@@ -75,7 +75,7 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
     why = "the JIT output is not a cubin the cache can check (no ELF e_flags SM)";
     return std::nullopt;
   }
-  auto payload = core::compress(core::codec::lz4, lz4_level, block_size, cubin);
+  auto payload = core::compress_lz4(lz4_level, block_size, cubin);
   if (!payload) {
     why = payload.error().message;
     return std::nullopt;

@@ -207,7 +207,7 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   // Stored uncompressed: the bytes are already in memory, and "decompressing" is then one copy.
   core::pack_options opts;
   opts.codec = core::codec::none;
-  auto pkg = core::write_package(pkg_name, entries.value(), opts);
+  auto pkg = core::write_package_lz4(pkg_name, entries.value(), opts);  // links no zstd encoder
   if (!pkg) return from_core(pkg.error());
   auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(pkg.value()));
   auto parsed = parse_all(core::byte_span(owned->data(), owned->size()), source, owned);

@@ -26,8 +26,12 @@ constexpr std::uint64_t max_expansion(codec c) noexcept {
   return c == codec::lz4 ? 255 : c == codec::zstd ? 32768 : 1;
 }
 
-// Compresses `raw` into the blocked payload layout of docs/format.md §5.
+// Compresses `raw` into the blocked payload layout of docs/format.md §5 (level < 0: the codec's
+// default; block_size 0: the codec's default). Links zstd's encoder: for package writers.
 result<std::vector<std::uint8_t>> compress(codec c, int level, std::uint32_t block_size, byte_span raw);
+// compress(codec::lz4, ...) without zstd's encoder: what the runtime's cache uses, so that the
+// runtime links zstd's decoder only (docs/deployment.md "What the runtime adds to a program").
+result<std::vector<std::uint8_t>> compress_lz4(int level, std::uint32_t block_size, byte_span raw);
 
 // Decompresses a blocked payload into out[0, raw_size). Validates every block size against the
 // payload and the output; never writes outside `out`. `threads` > 1 decompresses blocks in parallel.

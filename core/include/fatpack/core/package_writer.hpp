@@ -31,7 +31,12 @@ struct pack_options {
 
 // Builds a package. Entries are written in the given order. Fails on duplicate (target, ptx_isa,
 // module) entries, a name longer than the format allows, or a compression error.
+// Links zstd's encoder (package_writer_zstd.cpp): for the CLI and other writers.
 result<std::vector<std::uint8_t>> write_package(const std::string& name, const std::vector<entry_input>& entries,
                                                 const pack_options& options);
+// The same for options.codec none or lz4 only (zstd: invalid_argument), without zstd's encoder: what
+// the runtime uses (add_image), so that the runtime links zstd's decoder alone.
+result<std::vector<std::uint8_t>> write_package_lz4(const std::string& name, const std::vector<entry_input>& entries,
+                                                    const pack_options& options);
 
 }  // namespace fatpack::core
