@@ -2,38 +2,70 @@
 # Installs what is missing, builds fatpack with its tests and runs them (CPU suite; GPU tests run
 # too and report themselves skipped when there is no GPU). Build folder: build/ (or $FATPACK_BUILD_DIR).
 # Then the sanitizer jobs: the runtime, core and their unit and stress tests (not the consumer builds,
-# not the CLI tests) built again under ASan+UBSan (build-asan/), only the targets those tests need
-# (FATPACK_SANITIZE, README "Tests").
-# FATPACK_SANITIZER_JOBS=0 skips them (a quick local run).
+# not the CLI tests) built again under ASan+UBSan (build-asan/) and the thread pool's, the JIT
+# service's and the cache's threaded and stress tests under TSan (build-tsan/), only the targets
+# those tests need (FATPACK_SANITIZE, README "Tests", docs/reliability.md §3).
+# FATPACK_SANITIZER_JOBS=0 skips them (a quick local run); =asan or =tsan runs only that one.
+# Each phase prints how long it took ("test.sh: ... took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$SECONDS
+took() {  # took WHAT: prints the seconds since the last took (or the start)
+  echo "test.sh: $1 took $((SECONDS - t0)) s"
+  t0=$SECONDS
+}
 ./scripts/install-deps.sh
+took "install-deps"
 build=${FATPACK_BUILD_DIR:-build}
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$(nproc)"
+took "main build"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+took "main ctest"
 
-[ "${FATPACK_SANITIZER_JOBS:-1}" = 0 ] && exit 0
-# sanitizer_job DIR SANITIZE TESTS...: builds the tests' executables (CMake adds what they depend on)
-# and runs them; a sanitizer report fails the test that printed it.
+jobs=${FATPACK_SANITIZER_JOBS:-1}
+[ "$jobs" = 0 ] && exit 0
+# sanitizer_job NAME SANITIZE TESTS...: builds the tests' executables (CMake adds what they depend on)
+# into $build-NAME and runs them; a sanitizer report fails the test that printed it.
 sanitizer_job() {
-  local dir=$1 san=$2
+  local name=$1 san=$2 dir=$build-$1
   shift 2
-  # -O1: what sanitizers need to report well, and about half the compile time of Release's -O3 on
-  # the 2-core CI machine (the sanitizer build must stay a few minutes).
-  cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1 -DFATPACK_SANITIZE="$san" \
+  # What keeps these builds to a few minutes on the 2-core CI machine:
+  #  - core and the runtime at -O1 (what sanitizers need to report well; about half the compile
+  #    time of Release's -O3), the test sources at -O0 (FATPACK_TEST_CXX_FLAGS: the same
+  #    instrumentation, a third of the compile time of -O1 for the doctest-heavy files);
+  #  - the main build's `fatpack` tool for the packages that runtime_test embeds
+  #    (FATPACK_EXECUTABLE) and its nvcc/fatbinary test artifacts (FATPACK_TEST_ARTIFACTS_FROM):
+  #    the CLI is not what these jobs test, and the artifacts do not depend on the sanitizer.
+  local main
+  main=$(cd "$build" && pwd)
+  cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1 \
+    -DFATPACK_TEST_CXX_FLAGS=-O0 -DFATPACK_SANITIZE="$san" \
+    -DFATPACK_EXECUTABLE="$main/packager/fatpack" -DFATPACK_TEST_ARTIFACTS_FROM="$main/tests/artifacts" \
     -DFATPACK_BUILD_SAMPLES=OFF -DFATPACK_BUILD_BENCH=OFF -DFATPACK_INSTALL=OFF >/dev/null
   cmake --build "$dir" -j "$(nproc)" --target "$@"
+  took "sanitizer job $name: build"
   local re
   re="^($(IFS='|'; echo "$*"))\$"
   ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -R "$re"
+  took "sanitizer job $name: tests"
 }
 # Leak checking is off: LeakSanitizer's tracer crashes inside `unshare -m` (the full-disk process test).
 export ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# TSan: tests/tsan.supp holds the false positives of the uninstrumented libstdc++ (each entry says why).
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
 # ASan+UBSan: every unit and stress test of core and the runtime, the malformed-input sweeps and the
 # fuzz corpora (ctest test names; each is also its executable's target name, see tests/*/CMakeLists.txt).
-sanitizer_job "$build-asan" address,undefined format_test inputs_test select_test error_test runtime_test \
-  cache_unit_test cache_process_test malformed_test golden_test fuzz_package_replay fuzz_fatbin_replay \
-  fuzz_cubin_replay fuzz_ptx_replay fuzz_input_replay fuzz_cache_entry_replay fuzz_index_replay
+if [ "$jobs" = 1 ] || [ "$jobs" = asan ]; then
+  sanitizer_job asan address,undefined format_test inputs_test select_test error_test runtime_test \
+    cache_unit_test cache_process_test malformed_test golden_test fuzz_package_replay fuzz_fatbin_replay \
+    fuzz_cubin_replay fuzz_ptx_replay fuzz_input_replay fuzz_cache_entry_replay fuzz_index_replay
+fi
+# TSan: the thread pool (format_test), the JIT service's single flight, warm-up and store queue and
+# the runtime's 16-thread loads (runtime_test), the cache's threaded cases (cache_unit_test) and
+# the multi-process stress with TSan-built probes (cache_process_test).
+if [ "$jobs" = 1 ] || [ "$jobs" = tsan ]; then
+  sanitizer_job tsan thread format_test runtime_test cache_unit_test cache_process_test
+fi

@@ -6,7 +6,7 @@
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
 //                         [--warm] [devices] [load MODULE]...
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
-//                         [fork MODULE] [rewrite FILE SIZE]
+//                         [fork MODULE] [rewrite FILE SIZE] [sleep MS]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -24,6 +24,7 @@
 //            20 s if anything hangs: status=hung)
 //   rewrite FILE SIZE: FILE rewritten in place as `cp` does (O_TRUNC, then SIZE bytes 0xAB), so that a
 //            mapping of it would lose its pages (SIGBUS on the next read past the new end)
+//   sleep MS: waits MS milliseconds (background work goes on meanwhile)
 // Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
 //
 // Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
@@ -41,6 +42,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <csignal>
@@ -178,6 +180,8 @@ int main(int argc, char** argv) {
       if (failed || wrong) ok = false;
     } else if (a == "cache-wait") {
       fatpack::wait_cache_refresh();
+    } else if (a == "sleep") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(next().c_str())));
     } else if (a == "cache-stats") {
       auto st = fatpack::cache_stats();
       auto info = fatpack::cache_status();

@@ -261,7 +261,7 @@ std::string describe_exception(std::exception_ptr p) {
   }
 }
 
-// Exit: finish the stores still queued, for at most this long.
+// Exit: finish the stores still queued and the background re-JITs already running, for at most this long.
 constexpr long exit_flush_ms = 10000;
 
 }  // namespace
@@ -293,18 +293,32 @@ void jit_service::background(std::function<void()> job, bool store_queue) {
   }
 }
 
-void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
-                          std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard) {
+void jit_service::at_exit_flush() {
   static std::once_flag at_exit;
   std::call_once(at_exit, [] {
+    // Registered after the driver was loaded and used, so this runs before the driver's (and the
+    // other libraries') static destructors: no pool thread may be inside them then.
     std::atexit([] {
-      // In a fork() child flush_stores returns at once for the parent's stores (parents_work) and
+      // In a fork() child flush_at_exit returns at once for the parent's work (parents_work) and
       // waits for the child's own.
-      if (!instance().flush_stores(exit_flush_ms))
-        log_line(log_level::warn, "JIT cache: exiting with stores still pending after " +
+      if (!instance().flush_at_exit(exit_flush_ms))
+        log_line(log_level::warn, "JIT cache: exiting with stores or background re-JITs still running after " +
                                       std::to_string(exit_flush_ms / 1000) + " s; they are lost");
     });
   });
+}
+
+bool jit_service::flush_at_exit(long timeout_ms) {
+  if (parents_work()) return true;  // see flush_stores
+  exiting_.store(true);  // re-JITs not started yet are dropped (refresh)
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                           [&] { return stores_pending_ == 0 && refresh_pending_ == 0; });
+}
+
+void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
+                          std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard) {
+  at_exit_flush();
   {
     std::lock_guard<std::mutex> lock(mu_);
     adopt_counts_locked();
@@ -465,6 +479,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
 }
 
 void jit_service::refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj) {
+  at_exit_flush();
   {
     std::lock_guard<std::mutex> lock(mu_);
     adopt_counts_locked();
@@ -472,21 +487,25 @@ void jit_service::refresh(const jit_request& req, const jit_key& key, const nvji
   }
   background([this, req, key, nvj] {
     try {
-      auto cache = get_sass_cache();
-      auto guard = cache->begin_compile(key);
-      if (!cache->find(key, false)) {  // another process may have refreshed it meanwhile
-        bool arch_unknown = false;
-        std::string path;
-        double decompress_ms = 0;
-        auto out = compile_entry(req, nvj, arch_unknown, path, decompress_ms);
-        if (out) {
-          count_compile(out->wall_ms);
-          counters_.refreshes++;
-          cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
-          log_line(log_level::debug, "JIT cache: re-JIT-ed " + req.module + " for this driver (" +
-                                         std::to_string(out->wall_ms) + " ms)");
-        } else {
-          log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed: " + out.error().message);
+      // The process is exiting: a re-JIT not started yet is dropped (the next process refreshes);
+      // the exit flush waits only for those already running in the driver.
+      if (!exiting_.load()) {
+        auto cache = get_sass_cache();
+        auto guard = cache->begin_compile(key);
+        if (!cache->find(key, false)) {  // another process may have refreshed it meanwhile
+          bool arch_unknown = false;
+          std::string path;
+          double decompress_ms = 0;
+          auto out = compile_entry(req, nvj, arch_unknown, path, decompress_ms);
+          if (out) {
+            count_compile(out->wall_ms);
+            counters_.refreshes++;
+            cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
+            log_line(log_level::debug, "JIT cache: re-JIT-ed " + req.module + " for this driver (" +
+                                           std::to_string(out->wall_ms) + " ms)");
+          } else {
+            log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed: " + out.error().message);
+          }
         }
       }
     } catch (...) {

@@ -24,7 +24,9 @@
 //    Storing (and the eviction and temp-file scan a store may trigger) never runs on the loading
 //    thread. Stores still pending when the process exits are finished first, for at most 10 s.
 //  - A hit from another driver (same code key) is used at once and re-JIT-ed for this driver on the
-//    pool (refresh), so the next process gets an exact hit.
+//    pool (refresh), so the next process gets an exact hit. At exit, re-JITs not started yet are
+//    dropped and those already running are waited for (within the same 10 s): a pool thread must
+//    not be inside the driver while the process destroys its statics (TSan found that race).
 //  - The cache is whatever the caller installed (set_sass_cache); the service never builds one. The
 //    public API wires the disk cache from the environment in (api/wiring.hpp); until something is
 //    installed the service uses no cache.
@@ -137,6 +139,10 @@ class jit_service {
   // resets them when it queues its own, and never waits for the parent's (parents_work()).
   void adopt_counts_locked();
   bool parents_work() const;
+  // Registers (once) the exit handler that calls flush_at_exit(10 s).
+  static void at_exit_flush();
+  // Waits for the pending stores and the running re-JITs; queued re-JITs are dropped from then on.
+  bool flush_at_exit(long timeout_ms);
   core::thread_pool& pool();
 
   mutable std::mutex mu_;
@@ -151,6 +157,7 @@ class jit_service {
   std::size_t refresh_pending_ = 0;
   std::size_t stores_pending_ = 0;
   std::atomic<int> work_pid_{0};  // the process whose work the pending counts are
+  std::atomic<bool> exiting_{false};  // the exit flush has begun
   std::condition_variable idle_cv_;  // refresh_pending_ or stores_pending_ went down
   jit_counters counters_;
 };
