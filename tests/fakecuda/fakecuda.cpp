@@ -706,6 +706,13 @@ CUresult fk_cuCtxCreate(CUcontext* out, unsigned int, CUdevice d) {
   *out = reinterpret_cast<CUcontext>(c);
   return CUDA_SUCCESS;
 }
+// The CUDA 13.0 ABI's cuCtxCreate (cuCtxCreate_v4, what cuGetProcAddress gives for 13000 and later;
+// the real driver gives neither _v2 nor _v4 for 12000, see context_test.cpp): the same, with
+// creation parameters that the fake does not model.
+CUresult fk_cuCtxCreate_v4(CUcontext* out, CUctxCreateParams* params, unsigned int flags, CUdevice d) {
+  if (params) return CUDA_ERROR_NOT_SUPPORTED;
+  return fk_cuCtxCreate(out, flags, d);
+}
 // Destroys a created context and every module loaded in it; pops it when it is current here.
 CUresult fk_cuCtxDestroy(CUcontext c) {
   auto* fc = reinterpret_cast<fake_ctx*>(c);
@@ -1025,6 +1032,11 @@ CUresult lookup(const char* symbol, void** pfn, int version, CUdriverProcAddress
     return CUDA_ERROR_NOT_FOUND;
   }
   if (!list_has(env("FAKECUDA_MISSING"), symbol)) {
+    if (version >= 13000 && std::strcmp(symbol, "cuCtxCreate") == 0) {  // the ABI changed in CUDA 13.0
+      *pfn = reinterpret_cast<void*>(&fk_cuCtxCreate_v4);
+      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
     for (const auto& p : k_procs)
       if (std::strcmp(p.name, symbol) == 0) {
         *pfn = p.fn;

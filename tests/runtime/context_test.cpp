@@ -63,7 +63,11 @@ bool g_fake = false;
 // ---- driver calls (the driver fatpack loaded) ------------------------------------------------------
 
 struct calls {
-  CUresult (*ctx_create)(CUcontext*, unsigned, CUdevice) = nullptr;  // cuCtxCreate, CUDA 12.0 ABI (_v2)
+  // cuCtxCreate of the CUDA 13.0 ABI (_v4: creation parameters, flags, device). Asked for with the
+  // 12.0 ABI, driver 580 gives an entry point that takes (context, 0, device) as something else
+  // (CUDA_ERROR_INVALID_DEVICE on the H200), so this one is asked for with 13000.
+  CUresult (*ctx_create_v4)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice) = nullptr;
+  CUresult ctx_create(CUcontext* c, unsigned flags, CUdevice d) const { return ctx_create_v4(c, nullptr, flags, d); }
   decltype(&::cuCtxDestroy) ctx_destroy = nullptr;
   decltype(&::cuCtxGetCurrent) get_current = nullptr;
   decltype(&::cuCtxSetCurrent) set_current = nullptr;
@@ -82,8 +86,8 @@ struct calls {
 calls cu;
 
 template <class F>
-void get(F& f, const char* name) {
-  auto p = fatpack::driver_entry_point(name);
+void get(F& f, const char* name, int cuda_version = 12000) {
+  auto p = fatpack::driver_entry_point(name, cuda_version);
   if (!p) {
     std::printf("FAIL: %s\n", p.error().what());
     std::exit(1);
@@ -244,7 +248,7 @@ int main(int argc, char** argv) {
   g_fake = fatpack::device(0).value().name.find("FakeCUDA") != std::string::npos;
   const int ndev = fatpack::device_count().value();
   std::printf("driver %s, %d device(s)%s\n", fatpack::driver_library().c_str(), ndev, g_fake ? " (fake)" : "");
-  get(cu.ctx_create, "cuCtxCreate");
+  get(cu.ctx_create_v4, "cuCtxCreate", 13000);
   get(cu.ctx_destroy, "cuCtxDestroy");
   get(cu.get_current, "cuCtxGetCurrent");
   get(cu.set_current, "cuCtxSetCurrent");
