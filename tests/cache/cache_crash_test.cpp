@@ -246,14 +246,6 @@ void prepare_keys(const std::string& root, const std::vector<int>& keys, std::ui
   for (int k : keys) REQUIRE(jit_like(*c, k));
 }
 
-// Before any child: the log stays quiet (thousands of children would each print their first
-// warning), and every cubin variant is computed once.
-const bool g_init = [] {
-  fatpack::set_log_level(fatpack::log_level::off);
-  setenv("FATPACK_CACHE_DISABLE", "1", 1);
-  return true;
-}();
-
 }  // namespace
 
 TEST_CASE("crash at every call: first write, eviction, index rebuild, layered read") {

@@ -250,12 +250,6 @@ int still_works(const std::string& root, const state& st) {
   });
 }
 
-const bool g_init = [] {
-  fatpack::set_log_level(fatpack::log_level::off);
-  setenv("FATPACK_CACHE_DISABLE", "1", 1);
-  return true;
-}();
-
 }  // namespace
 
 TEST_CASE("I/O errors at every call site x errno x (once, persistent): loads go on, one warning, no repair") {

@@ -10,6 +10,7 @@
 
 #include "../runtime/test_support.hpp"
 #include "fault_fs.hpp"
+#include "fatpack/fatpack.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -192,5 +193,14 @@ inline std::map<std::string, std::vector<std::uint8_t>> snapshot(const std::stri
     if (it->is_regular_file()) m[stdfs::relative(it->path(), root).string()] = fatpack_test::read_file(it->path().string());
   return m;
 }
+
+// Before any test and any child: the log stays quiet (thousands of children would each print their
+// first warning; the I/O test counts warnings through a log callback) and the runtime's own cache
+// is off (the tests open caches of their own).
+inline const bool quiet_children = [] {
+  fatpack::set_log_level(fatpack::log_level::off);
+  setenv("FATPACK_CACHE_DISABLE", "1", 1);
+  return true;
+}();
 
 }  // namespace crash_test
