@@ -82,7 +82,7 @@ TEST_CASE("0 packages: a clear error that says what was checked and the likely f
   auto r = probe({"load", "vadd"}, fake());
   CHECK(r.status == 1);
   CHECK(r.has("load vadd error=no_packages"));
-  CHECK(r.has("0 package notes (.note.fatpack) in the "));
+  CHECK(r.has("0 package notes (.note.fatpack) in "));
   CHECK(r.has("0 records between __start_fatpack_registry"));
   CHECK(r.has("0 registered through fatpack_register_embedded, 0 added through the API"));
   CHECK(r.has("-Wl,-u,fatpack_pkg_<symbol>_record"));

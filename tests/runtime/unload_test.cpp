@@ -14,7 +14,7 @@
 
 #include <dlfcn.h>
 
-#if defined(UNLOAD_A_PATH) && defined(UNLOAD_B_PATH)
+#if defined(UNLOAD_A_PATH) && defined(UNLOAD_B_PATH) && defined(PLUGIN_A_PATH)
 
 namespace {
 
@@ -106,6 +106,24 @@ TEST_CASE("unloading: a dlclose()d library's package is forgotten, a library map
                           << " times for the other library, " << reused_by_same << " for the same one");
   std::printf("unload loop: %s; same address as the previous library: %d times the other library, %d the same\n",
               bases.c_str(), reused_by_other, reused_by_same);
+}
+
+TEST_CASE("a library with its own runtime keeps its packages to itself") {
+  // plugin_a links the runtime (and carries the runtime's note): this process's runtime must not list
+  // its package, and says why when asked for it. RTLD_NODELETE: its runtime stays (never unloaded).
+  void* h = dlopen(PLUGIN_A_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  REQUIRE_MESSAGE(h != nullptr, dlerror());
+  CHECK_FALSE(listed("plugin_a"));
+  fatpack::load_options o;
+  o.package = "plugin_a";
+  auto m = fatpack::load_module("vadd", o);
+  REQUIRE_FALSE(m.has_value());
+  const std::string what = m.error().what();
+  INFO(what);
+  CHECK((m.error().code == fatpack::errc::not_found || m.error().code == fatpack::errc::no_packages));
+  CHECK(what.find("libfatpack_runtime_plugin_a.so") != std::string::npos);
+  CHECK(what.find("its own fatpack runtime") != std::string::npos);
+  dlclose(h);
 }
 
 #endif

@@ -404,8 +404,7 @@ std::string registry::no_packages_message() const {
   const std::size_t records = seen_records_.size() + note_records_;
   const std::size_t skipped = skipped_.size() + note_skipped_.size();
   std::string m = "no fatpack packages are registered in this process. Checked: " + std::to_string(note_records_) +
-                  " package notes (.note.fatpack) in the " + std::to_string(objects_walked_) +
-                  " loaded objects this runtime sees, " + std::to_string(section_records_) +
+                  " package notes (.note.fatpack) in " + std::to_string(objects_walked_) + " loaded objects, " + std::to_string(section_records_) +
                   " records between __start_fatpack_registry and __stop_fatpack_registry of its own link unit, " +
                   std::to_string(registered) + " registered through fatpack_register_embedded, 0 added through the "
                   "API (add_package_file / add_package_memory / add_image)";
@@ -470,6 +469,10 @@ result<module_entries> registry::find_module_locked(std::string_view module, std
   if (!unloaded_.empty()) {
     msg += "; forgotten (their library was unloaded):";
     for (const auto& u : unloaded_) msg += " " + u;
+  }
+  if (!foreign_objects_.empty()) {
+    msg += "; not looked into (each links its own fatpack runtime, which alone loads its packages):";
+    for (const auto& f : foreign_objects_) msg += " " + f;
   }
   return error{errc::not_found, 0, std::move(msg), {}};
 }
