@@ -9,6 +9,7 @@
 #include "tool.hpp"
 
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/jit_options.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -43,7 +44,8 @@ command_runner add_build_command(CLI::App& app) {
   if (const char* env = std::getenv("NVCC"); env && *env) o->nvcc = env;
   CLI::App* cmd = app.add_subcommand(
       "build", "Compile .cu sources with nvcc for an architecture list (one job per target, in parallel) and pack "
-               "them. Arguments after '--' go to nvcc.");
+               "them. Arguments after '--' go to nvcc; those the JIT needs on a future GPU (-maxrregcount, -lineinfo, -G, "
+               "-Xptxas -O<n>) are also recorded on the PTX entries.");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
@@ -72,6 +74,13 @@ command_runner add_build_command(CLI::App& app) {
         print_error(s + ": cannot read the source file");
         return exit_failure;
       }
+    }
+    // The options the JIT needs for the PTX entries on a GPU newer than the build (jit_options.hpp).
+    const core::recorded_options jit_opts = core::ptxas_options_from_nvcc(passthrough_args());
+    if (!jit_opts.invalid.empty()) {
+      std::string list;
+      for (const auto& w : jit_opts.invalid) list += (list.empty() ? "" : ", ") + w;
+      throw usage_error{"nvcc options after '--': " + list};
     }
     const int toolkit = nvcc_toolkit_version(o->nvcc);
     // Removed however the build ends (cleanup.hpp): returning, a signal, or (SIGKILL) by the next build.
@@ -152,6 +161,7 @@ command_runner add_build_command(CLI::App& app) {
         e.toolkit_version = std::uint32_t(toolkit);
         // nvcc records an/f target only where it can; the requested target is authoritative.
         e.target.variant = j.target.variant;
+        if (e.target.kind == core::entry_kind::ptx) e.options = jit_opts.text;
         entries.push_back(std::move(e));
       }
     }

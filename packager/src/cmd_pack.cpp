@@ -4,9 +4,11 @@
 #include "tool.hpp"
 
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/jit_options.hpp"
 #include "fatpack/core/package.hpp"
 
 #include <iostream>
+#include <set>
 
 namespace fatpack::tool {
 
@@ -27,8 +29,31 @@ std::string default_package_name(const std::string& output_path) {
 
 std::string module_name_of(const std::string& path) { return default_package_name(path); }
 
+bool check_recorded_options(const std::string& output, const std::vector<core::entry_input>& entries) {
+  std::set<std::string> warned;
+  for (const auto& e : entries) {
+    if (e.target.kind != core::entry_kind::ptx || e.options.empty()) continue;
+    const core::jit_options o = core::parse_jit_options(e.options);
+    const std::string where = output + ": " + (e.origin.empty() ? e.module_name : e.origin);
+    if (!o.invalid.empty()) {
+      std::string list;
+      for (const auto& w : o.invalid) list += (list.empty() ? "" : ", ") + w;
+      print_error(where + ": invalid ptxas options: " + list);
+      return false;
+    }
+    if (o.ignored.empty()) continue;
+    std::string list;
+    for (const auto& w : o.ignored) list += (list.empty() ? "" : " ") + w;
+    if (warned.insert(list).second)
+      print_warning(where + ": ptxas options the JIT cannot apply (recorded, not passed to it on a GPU that needs the "
+                            "PTX): " + list);
+  }
+  return true;
+}
+
 int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
                        const codec_options& copts, bool verbose) {
+  if (!check_recorded_options(output, entries)) return exit_failure;
   auto c = core::parse_codec(copts.codec);
   if (!c) throw usage_error{c.error().message};
   core::pack_options opts;
