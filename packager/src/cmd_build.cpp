@@ -9,7 +9,6 @@
 #include "tool.hpp"
 
 #include "fatpack/core/input.hpp"
-#include "fatpack/core/jit_options.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -76,12 +75,7 @@ command_runner add_build_command(CLI::App& app) {
       }
     }
     // The options the JIT needs for the PTX entries on a GPU newer than the build (jit_options.hpp).
-    const core::recorded_options jit_opts = core::ptxas_options_from_nvcc(passthrough_args());
-    if (!jit_opts.invalid.empty()) {
-      std::string list;
-      for (const auto& w : jit_opts.invalid) list += (list.empty() ? "" : ", ") + w;
-      throw usage_error{"nvcc options after '--': " + list};
-    }
+    const std::string jit_options = jit_options_from_passthrough();
     const int toolkit = nvcc_toolkit_version(o->nvcc);
     // Removed however the build ends (cleanup.hpp): returning, a signal, or (SIGKILL) by the next build.
     temp_dir tmp("fatpack-build");
@@ -161,7 +155,7 @@ command_runner add_build_command(CLI::App& app) {
         e.toolkit_version = std::uint32_t(toolkit);
         // nvcc records an/f target only where it can; the requested target is authoritative.
         e.target.variant = j.target.variant;
-        if (e.target.kind == core::entry_kind::ptx) e.options = jit_opts.text;
+        if (e.target.kind == core::entry_kind::ptx) e.options = jit_options;
         entries.push_back(std::move(e));
       }
     }

@@ -22,6 +22,10 @@ std::string default_package_name(const std::string& output_path);
 // The module name of an input file: its file name up to the first '.' ("vadd.sm_90.cubin" -> "vadd").
 std::string module_name_of(const std::string& path);
 
+// The ptxas options to record on PTX entries compiled with the nvcc arguments after '--'
+// (core::ptxas_options_from_nvcc); a bad value there is a usage error (thrown) naming it.
+std::string jit_options_from_passthrough();
+
 // The options recorded on PTX entries (fatpack/core/jit_options.hpp): false, with an error printed,
 // when one has an invalid value; a warning (once per distinct list) for options no JIT can apply.
 bool check_recorded_options(const std::string& output, const std::vector<core::entry_input>& entries);

@@ -283,6 +283,12 @@ jit_options)
   [ ! -s err.txt ] || fail "pack warned about nvcc's own options: $(cat err.txt)"
   run 0 "$fatpack" inspect --json f.fpk
   json "o=d['packages'][0]['entries'][0]['options'].split(); assert sorted(o)==['--generate-line-info','-maxrregcount=32','-v'], o"
+  # pack of PTX files records the options after '--' (what the CMake macro passes); fatbins keep theirs.
+  run 0 "$fatpack" pack -o m.fpk --name m "$art/vadd.compute_90.ptx" o.fatbin -- -maxrregcount 64 -G -O3
+  run 0 "$fatpack" inspect --json m.fpk
+  json "o=[e['options'] for e in d['packages'][0]['entries']]; assert o[0]=='-maxrregcount=64 -g', o; assert '-maxrregcount=32' in o[1], o"
+  run 2 "$fatpack" pack -o m.fpk "$art/vadd.compute_90.ptx" -- -Xptxas -O9
+  expect_in err.txt "^fatpack: error: nvcc options after '--': -O9: not an optimization level \\(0\\.\\.4\\)"
   python3 - o.fatbin <<'PY' || fail "could not plant a bad value"
 import sys; p = sys.argv[1]; b = open(p, 'rb').read()
 assert b.count(b'-maxrregcount=32') == 1
