@@ -30,8 +30,9 @@ std::string jit_options_from_passthrough();
 // when one has an invalid value; a warning (once per distinct list) for options no JIT can apply.
 bool check_recorded_options(const std::string& output, const std::vector<core::entry_input>& entries);
 
-// Checks the recorded options (above), then writes the package atomically (only when its content changed). Returns the exit code and prints
-// diagnostics; with verbose, prints a one-line summary on stdout.
+// Checks the recorded options (above), then writes the package atomically (only when its content
+// changed). Returns the exit code and prints diagnostics; with verbose, prints a one-line summary on
+// stdout.
 int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
                        const codec_options& codec, bool verbose);
 

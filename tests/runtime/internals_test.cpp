@@ -406,7 +406,8 @@ TEST_CASE("an entry's -maxrregcount=32 reaches cuLink as CU_JIT_MAX_REGISTERS, a
 TEST_CASE("invalid or unusable options from a package: never given to the driver, always said") {
   auto& jit = jit_service::instance();
   auto me = ptx_module_with_options("opts_hostile", "vadd.compute_80.ptx", "hostile",
-                                    "-maxrregcount=-5 -O99 --maxrregcount=4294967296 --warn-on-spills -lineinfo");
+                                    "-maxrregcount=-5 -O99 --maxrregcount=4294967296 -maxrregcount=100000 "
+                                    "--warn-on-spills -lineinfo");
   auto req = request_for(me, "opts_hostile");
   std::vector<std::string> warnings;
   std::mutex mu;
@@ -419,13 +420,27 @@ TEST_CASE("invalid or unusable options from a package: never given to the driver
   fatpack::set_log_callback(nullptr);
   fatpack::set_log_level(fatpack::log_level::off);
   // The fake driver refuses an out-of-range CU_JIT_MAX_REGISTERS / CU_JIT_OPTIMIZATION_LEVEL: the
-  // compile succeeding with only the valid option shows none was passed.
+  // compile succeeding with only the valid option shows none was passed. (The parser before this
+  // test passed -maxrregcount=100000 on to the driver.)
   REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
   CHECK(jit_log_line("opts_hostile").find(" opts=lineinfo opts_hostile: ") != std::string::npos);
   CHECK(r->info_log.find("fatpack: invalid ptxas options not passed to the JIT: -maxrregcount=-5: not a register "
                          "count (1..255), -O99: not an optimization level (0..4), --maxrregcount=4294967296: not a "
-                         "register count (1..255); ptxas options no JIT takes, not passed: --warn-on-spills") !=
-        std::string::npos);
+                         "register count (1..255), -maxrregcount=100000: not a register count (1..255); ptxas "
+                         "options no JIT takes, not passed: --warn-on-spills") != std::string::npos);
+  {
+    // What the driver does with such a value when it is passed (so the check above can fail).
+    auto ctx = primary_context::retain(*req.drv, *req.dev);
+    REQUIRE(ctx.has_value());
+    scoped_context current(*req.drv, ctx->get());
+    auto ptx = fatpack_test::read_file(fatpack_test::artifact("vadd.compute_80.ptx"));
+    ptx.push_back(0);
+    jit_options passed;
+    passed.max_registers = 100000;
+    auto refused = jit_link(*req.drv, fatpack::core::byte_span(ptx.data(), ptx.size()), "vadd", passed, std::nullopt);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().cuda_status == CUDA_ERROR_INVALID_VALUE);
+  }
   std::lock_guard<std::mutex> l(mu);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("package 'opts_hostile'") != std::string::npos);
