@@ -22,7 +22,14 @@
 //                                 cuModuleLoadData), "jit" (cubins made by the fake JIT),
 //                                 "jit-other-driver" (fake-JIT cubins another driver version made,
 //                                 as a real driver may refuse SASS from a newer one)
-//   FAKECUDA_JIT_LOG=/path        each JIT appends one line "<pid> <how> sm_<NN> <ptx-hash> <name>"
+//   FAKECUDA_JIT_LOG=/path        each JIT appends one line "<pid> <how> sm_<NN> <ptx-hash> opts=<o> <name>",
+//                                 <o> the JIT options cuLinkCreate was given, comma-separated in this
+//                                 order: O<n> (CU_JIT_OPTIMIZATION_LEVEL), maxrregcount=<n>
+//                                 (CU_JIT_MAX_REGISTERS), lineinfo (CU_JIT_GENERATE_LINE_INFO), debug
+//                                 (CU_JIT_GENERATE_DEBUG_INFO); "-" for none. cuLinkCreate refuses an
+//                                 optimization level above 4 or a register count of 0 or above 255 with
+//                                 CUDA_ERROR_INVALID_VALUE (fatpack must never pass one); the options
+//                                 are part of the fake cubin's note, so other options give other bytes
 //   FAKECUDA_MISSING=cuLinkCreate,... entry points cuGetProcAddress pretends not to have
 //   FAKECUDA_INIT_ERROR=<code>    cuInit returns this CUresult
 //   FAKECUDA_LOAD_ERROR=<code>[:n] after n module loads that succeed (default 0), every module load
@@ -196,6 +203,7 @@ struct fake_link {
   char* err = nullptr;
   std::size_t err_size = 0;
   int target = 0;  // CU_JIT_TARGET value, 0: from the context
+  std::string options;  // the JIT options given, as FAKECUDA_JIT_LOG writes them
   std::vector<std::uint8_t> ptx;
   std::string name;
   std::vector<std::uint8_t> cubin;
@@ -238,13 +246,15 @@ std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) {
   return h;
 }
 
-void record_jit(const char* how, int sm, bool arch_specific, std::uint64_t hash, const std::string& name) {
+void record_jit(const char* how, int sm, bool arch_specific, std::uint64_t hash, const std::string& options,
+                const std::string& name) {
   ++g_jit_count;
   const char* path = std::getenv("FAKECUDA_JIT_LOG");
   if (!path || !*path) return;
   char line[512];
-  int n = std::snprintf(line, sizeof line, "%d %s sm_%d%s %016llx %s\n", static_cast<int>(getpid()), how, sm,
-                        arch_specific ? "a" : "", static_cast<unsigned long long>(hash), name.c_str());
+  int n = std::snprintf(line, sizeof line, "%d %s sm_%d%s %016llx opts=%s %s\n", static_cast<int>(getpid()), how, sm,
+                        arch_specific ? "a" : "", static_cast<unsigned long long>(hash),
+                        options.empty() ? "-" : options.c_str(), name.c_str());
   int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;
   // One write() of a short line with O_APPEND: lines from concurrent processes do not interleave.
@@ -476,7 +486,8 @@ std::string sm_name(int sm, bool a) { return "sm_" + std::to_string(sm) + (a ? "
 
 // ptxas's checks, then a fake cubin. Returns the CUresult; fills log.
 CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int target_override, const std::string& name,
-                  const char* how, std::vector<std::uint8_t>& cubin, std::string& err_log, std::string& info_log) {
+                  const std::string& options, const char* how, std::vector<std::uint8_t>& cubin, std::string& err_log,
+                  std::string& info_log) {
   ptx_info pi = parse_ptx(ptx, n);
   if (!pi.ok) {
     err_log = "ptxas application ptx input, line 1; fatal : Parsing error: no .version/.target (fakecuda)";
@@ -502,14 +513,14 @@ CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int tar
   int delay = std::atoi(env("FAKECUDA_JIT_DELAY_MS"));
   if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   std::uint64_t h = fnv1a(ptx, strnlen(reinterpret_cast<const char*>(ptx), n));
-  char note[160];
-  std::snprintf(note, sizeof note, "fakecuda jit: ptx=%016llx isa=%s from=compute_%d to=%s drv=%d",
+  char note[224];
+  std::snprintf(note, sizeof note, "fakecuda jit: ptx=%016llx isa=%s from=compute_%d to=%s drv=%d opts=%s",
                 static_cast<unsigned long long>(h), pi.version.str().c_str(), pi.target,
-                sm_name(target, pi.arch_specific).c_str(), cfg().driver_version);
+                sm_name(target, pi.arch_specific).c_str(), cfg().driver_version, options.empty() ? "-" : options.c_str());
   cubin = make_cubin(target, pi.arch_specific, pi.entries, h, note);
   info_log = "ptxas info    : fakecuda compiled " + std::to_string(pi.entries.size()) + " entries of '" + name + "' for " +
              sm_name(target, pi.arch_specific);
-  record_jit(how, target, pi.arch_specific, h, name);
+  record_jit(how, target, pi.arch_specific, h, options, name);
   return CUDA_SUCCESS;
 }
 
@@ -779,7 +790,7 @@ CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, C
     std::vector<std::uint8_t> cubin;
     std::string elog, ilog;
     std::size_t len = std::strlen(static_cast<const char*>(image)) + 1;
-    CUresult r = fake_jit(p, len, cc, 0, "module", "module-load", cubin, elog, ilog);
+    CUresult r = fake_jit(p, len, cc, 0, "module", "", "module-load", cubin, elog, ilog);
     if (r != CUDA_SUCCESS) {
       write_log(err, err_size, elog);
       return r;
@@ -843,9 +854,15 @@ CUresult fk_cuLinkCreate(unsigned int n, CUjit_option* keys, void** vals, CUlink
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   auto* l = new fake_link();
   l->ctx = ctx;
+  int opt_level = -1, max_regs = -1;
+  bool line_info = false, debug_info = false;
   for (unsigned i = 0; i < n; ++i) {
     auto v = reinterpret_cast<std::uintptr_t>(vals[i]);
     switch (keys[i]) {
+      case CU_JIT_OPTIMIZATION_LEVEL: opt_level = static_cast<int>(std::min<std::uintptr_t>(v, 1000)); break;
+      case CU_JIT_MAX_REGISTERS: max_regs = static_cast<int>(std::min<std::uintptr_t>(v, 100000)); break;
+      case CU_JIT_GENERATE_LINE_INFO: line_info = v != 0; break;
+      case CU_JIT_GENERATE_DEBUG_INFO: debug_info = v != 0; break;
       case CU_JIT_INFO_LOG_BUFFER: l->info = static_cast<char*>(vals[i]); break;
       case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: l->info_size = v; break;
       case CU_JIT_ERROR_LOG_BUFFER: l->err = static_cast<char*>(vals[i]); break;
@@ -854,6 +871,15 @@ CUresult fk_cuLinkCreate(unsigned int n, CUjit_option* keys, void** vals, CUlink
       default: break;
     }
   }
+  if (opt_level > 4 || max_regs == 0 || max_regs > 255) {
+    delete l;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto add = [&](const std::string& o) { l->options += (l->options.empty() ? "" : ",") + o; };
+  if (opt_level >= 0) add("O" + std::to_string(opt_level));
+  if (max_regs > 0) add("maxrregcount=" + std::to_string(max_regs));
+  if (line_info) add("lineinfo");
+  if (debug_info) add("debug");
   *out = reinterpret_cast<CUlinkState>(l);
   return CUDA_SUCCESS;
 }
@@ -871,7 +897,7 @@ CUresult fk_cuLinkAddData(CUlinkState s, CUjitInputType type, void* data, size_t
   l->name = name ? name : "";
   int cc = cfg().devices[static_cast<std::size_t>(l->ctx->device)];
   std::string elog, ilog;
-  CUresult r = fake_jit(p, size, cc, l->target, l->name, "culink", l->cubin, elog, ilog);
+  CUresult r = fake_jit(p, size, cc, l->target, l->name, l->options, "culink", l->cubin, elog, ilog);
   if (r != CUDA_SUCCESS) {
     write_log(l->err, l->err_size, elog);
     return r;
