@@ -42,9 +42,13 @@
 // CUDA_ERROR_INVALID_HANDLE and counts as a stale use (where a real driver may crash):
 // fakecuda_stale_uses().
 //
+// Libraries (cuLibraryLoadData) belong to no context; cuLibraryUnload marks one unloaded (never
+// freed): a later unload, cuLibraryGetKernel, or launch of one of its kernels is
+// CUDA_ERROR_INVALID_HANDLE and a stale use. fakecuda_live_libraries() counts those not unloaded.
+//
 // Introspection for in-process tests: fakecuda_jit_count(), fakecuda_module_loads(),
-// fakecuda_live_modules(), fakecuda_primary_refcount(dev), fakecuda_launches(),
-// fakecuda_stale_uses(), fakecuda_live_modules_in(ctx).
+// fakecuda_live_modules(), fakecuda_live_libraries(), fakecuda_primary_refcount(dev),
+// fakecuda_launches(), fakecuda_stale_uses(), fakecuda_live_modules_in(ctx).
 #include <cuda.h>
 
 #include <algorithm>
@@ -181,6 +185,7 @@ struct fake_library {
   bool arch_specific = false;
   std::vector<std::string> kernels;
   std::map<std::string, fake_kernel*> by_name;
+  bool unloaded = false;               // by cuLibraryUnload; kept (never freed) to count stale uses
 };
 struct fake_kernel {
   std::uint32_t magic = 0x4b45524e;  // "KERN"
@@ -213,6 +218,7 @@ std::atomic<int> g_stale_uses{0};
 std::atomic<int> g_jit_count{0};
 std::atomic<int> g_module_loads{0};
 std::atomic<int> g_live_modules{0};
+std::atomic<int> g_live_libraries{0};
 thread_local std::vector<fake_ctx*> t_ctx_stack;
 
 fake_ctx* current() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
@@ -926,18 +932,32 @@ CUresult fk_cuLibraryLoadData(CUlibrary* out, const void* image, CUjit_option*, 
     delete lib;
     return CUDA_ERROR_INVALID_IMAGE;
   }
+  ++g_live_libraries;
   *out = reinterpret_cast<CUlibrary>(lib);
   return CUDA_SUCCESS;
 }
+// Marks the library unloaded. Kept (never freed): its functions' modules go as modules do, and any
+// later use of the library or its kernels is INVALID_HANDLE and a stale use.
 CUresult fk_cuLibraryUnload(CUlibrary l) {
   if (!l) return CUDA_ERROR_INVALID_HANDLE;
-  // Kept (never freed): its functions' modules go as modules do; nothing here can dangle.
+  auto* lib = reinterpret_cast<fake_library*>(l);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (lib->unloaded) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  lib->unloaded = true;
+  --g_live_libraries;
   return CUDA_SUCCESS;
 }
 CUresult fk_cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) {
   if (!k || !l || !name) return CUDA_ERROR_INVALID_VALUE;
   auto* lib = reinterpret_cast<fake_library*>(l);
   std::lock_guard<std::mutex> lock(g_mu);
+  if (lib->unloaded) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   if (std::find(lib->kernels.begin(), lib->kernels.end(), name) == lib->kernels.end()) return CUDA_ERROR_NOT_FOUND;
   auto& slot = lib->by_name[name];
   if (!slot) {
@@ -954,6 +974,10 @@ CUresult kernel_function(fake_kernel* k, fake_function** out) {
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(g_mu);
   if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (k->lib->unloaded) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   const int cc = cfg().devices[static_cast<std::size_t>(ctx->device)];
   if (k->lib->sm && !fits(k->lib->sm, k->lib->arch_specific, cc)) return CUDA_ERROR_NO_BINARY_FOR_GPU;
   auto& f = k->per_context[{ctx, ctx->id}];
@@ -1067,6 +1091,7 @@ __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* v) { ret
 __attribute__((visibility("default"))) int fakecuda_jit_count(void) { return g_jit_count.load(); }
 __attribute__((visibility("default"))) int fakecuda_module_loads(void) { return g_module_loads.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules(void) { return g_live_modules.load(); }
+__attribute__((visibility("default"))) int fakecuda_live_libraries(void) { return g_live_libraries.load(); }
 __attribute__((visibility("default"))) int fakecuda_launches(void) { return g_launches.load(); }
 __attribute__((visibility("default"))) int fakecuda_stale_uses(void) { return g_stale_uses.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules_in(void* ctx) {
