@@ -568,6 +568,7 @@ int main(int argc, char** argv) {
       auto launch = [&](const char* where) {
         EXPECT(cu.launch(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS,
                "%s: launch of the CUkernel in %s", name.c_str(), where);
+        EXPECT(cu.sync() == CUDA_SUCCESS, "%s: cuCtxSynchronize in %s", name.c_str(), where);  // done before any unload
       };
       if (k) {
         launch("the context made before the load");
