@@ -56,7 +56,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -649,6 +651,19 @@ int main(int argc, char** argv) {
     void* values[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log))};
     refused("junk", CUDA_ERROR_INVALID_IMAGE, "PTX", junk, keys, values, 2, nullptr, nullptr, 0);
     EXPECT(has(log, "fatpackLibraryLoadData") && has(log, "PTX"), "error log: %s", log);
+    // A log callback that throws: the failure still returns its CUresult (no exception crosses the C API).
+    const fatpack::log_level level = fatpack::get_log_level();
+    fatpack::set_log_level(fatpack::log_level::error);
+    int calls = 0;
+    fatpack::set_log_callback([&calls](fatpack::log_level, std::string_view) {
+      ++calls;
+      throw std::runtime_error("a log callback that throws");
+    });
+    refused("junk, with a log callback that throws", CUDA_ERROR_INVALID_IMAGE, "PTX", junk, nullptr, nullptr, 0, nullptr,
+            nullptr, 0);
+    fatpack::set_log_callback(nullptr);
+    fatpack::set_log_level(level);
+    EXPECT(calls == 1, "the log callback was called %d times", calls);
     // A handle fatpack did not return never reaches the driver.
     EXPECT(static_cast<CUresult>(fatpackLibraryUnload(reinterpret_cast<CUlibrary>(log))) == CUDA_ERROR_INVALID_HANDLE,
            "unload of a handle fatpack did not return");

@@ -172,12 +172,17 @@ fatpack::result<std::string> register_image(const void* image, const char* call)
 template <class Handle, class Owner, class Load>
 int port_load(Handle* out, const void* image, const jit_options& jit, const fatpack::status& options_ok,
               const char* call, holders<Handle, Owner> port_state::*table, Load load) {
-  auto fail = [&](const fatpack::error& e) {
-    fatpack_c_set_last_error(&e);
-    // A ported program sees only the CUresult; the log makes the reason visible without changing its
-    // code (by default the process's first failure, one line; FATPACK_LOG=error or more: every one).
-    fatpack::detail::log_line(fatpack::log_level::error, e.message);
-    if (check_jit_options(jit, call)) to_error_log(e.message + (e.log.empty() ? "" : "\n" + e.log), jit);
+  auto fail = [&](const fatpack::error& e) noexcept {
+    try {
+      fatpack_c_set_last_error(&e);
+      // A ported program sees only the CUresult; the log makes the reason visible without changing its
+      // code (by default the process's first failure, one line; FATPACK_LOG=error or more: every one).
+      fatpack::detail::log_line(fatpack::log_level::error, e.message);
+      if (check_jit_options(jit, call)) to_error_log(e.message + (e.log.empty() ? "" : "\n" + e.log), jit);
+    } catch (...) {
+      // A log callback that throws, or no memory for the message: the CUresult still goes back, and
+      // no exception crosses the C API.
+    }
     return cuda_result_of(e);
   };
   try {
