@@ -2,20 +2,15 @@
 // memory, the stream and the events; fatpack loads the kernels into the same primary context (it
 // uses cuDevicePrimaryCtxRetain, as cudart does) and the program launches them with cuLaunchKernel
 // on its own stream. See README.md and docs/runtime.md §3.
+#include "cudart_sample.hpp"
 #include "sample.hpp"
-
-#include <cuda_runtime.h>
 
 #include <cmath>
 #include <vector>
 
 namespace {
 
-bool ok(cudaError_t e, const char* call, std::string& message) {
-  if (e == cudaSuccess) return true;
-  message = std::string(call) + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
-  return false;
-}
+const auto ok = sample::cudart_ok;  // ok(cudaCall(...), "cudaCall", message)
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 // fakecuda: a test-only stand-in for libcuda.so.1, loaded by fatpack through FATPACK_LIBCUDA.
 //
 // It exports cuGetProcAddress / cuGetProcAddress_v2 (the only symbols fatpack takes with dlsym) and
-// answers the driver entry points fatpack uses. It models what the real driver checks, so that the
+// answers the driver entry points fatpack uses; it also exports the few plain cu* symbols a program
+// linked against libcuda calls before its kernels run (end of file), so such a program can run
+// against it as libcuda.so.1. It models what the real driver checks, so that the
 // runtime's selection, fallback and JIT orchestration can be tested on a machine without a GPU:
 //  - module loads validate the image: a cubin (ELF, e_machine 190) must be for the device's CC
 //    (same major, minor <= device; `a` cubins for exactly that CC), else CUDA_ERROR_NO_BINARY_FOR_GPU;
@@ -49,9 +51,13 @@
 // CUDA_ERROR_INVALID_HANDLE and counts as a stale use (where a real driver may crash):
 // fakecuda_stale_uses().
 //
+// Libraries (cuLibraryLoadData) belong to no context; cuLibraryUnload marks one unloaded (never
+// freed): a later unload, cuLibraryGetKernel, or launch of one of its kernels is
+// CUDA_ERROR_INVALID_HANDLE and a stale use. fakecuda_live_libraries() counts those not unloaded.
+//
 // Introspection for in-process tests: fakecuda_jit_count(), fakecuda_module_loads(),
-// fakecuda_live_modules(), fakecuda_primary_refcount(dev), fakecuda_launches(),
-// fakecuda_stale_uses(), fakecuda_live_modules_in(ctx).
+// fakecuda_live_modules(), fakecuda_live_libraries(), fakecuda_primary_refcount(dev),
+// fakecuda_launches(), fakecuda_stale_uses(), fakecuda_live_modules_in(ctx).
 #include <cuda.h>
 
 #include <algorithm>
@@ -188,6 +194,7 @@ struct fake_library {
   bool arch_specific = false;
   std::vector<std::string> kernels;
   std::map<std::string, fake_kernel*> by_name;
+  bool unloaded = false;               // by cuLibraryUnload; kept (never freed) to count stale uses
 };
 struct fake_kernel {
   std::uint32_t magic = 0x4b45524e;  // "KERN"
@@ -221,6 +228,7 @@ std::atomic<int> g_stale_uses{0};
 std::atomic<int> g_jit_count{0};
 std::atomic<int> g_module_loads{0};
 std::atomic<int> g_live_modules{0};
+std::atomic<int> g_live_libraries{0};
 thread_local std::vector<fake_ctx*> t_ctx_stack;
 
 fake_ctx* current() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
@@ -569,6 +577,7 @@ const err_name k_errs[] = {
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
 CUresult fk_cuGetErrorName(CUresult r, const char** s) {
@@ -952,18 +961,32 @@ CUresult fk_cuLibraryLoadData(CUlibrary* out, const void* image, CUjit_option*, 
     delete lib;
     return CUDA_ERROR_INVALID_IMAGE;
   }
+  ++g_live_libraries;
   *out = reinterpret_cast<CUlibrary>(lib);
   return CUDA_SUCCESS;
 }
+// Marks the library unloaded. Kept (never freed): its functions' modules go as modules do, and any
+// later use of the library or its kernels is INVALID_HANDLE and a stale use.
 CUresult fk_cuLibraryUnload(CUlibrary l) {
   if (!l) return CUDA_ERROR_INVALID_HANDLE;
-  // Kept (never freed): its functions' modules go as modules do; nothing here can dangle.
+  auto* lib = reinterpret_cast<fake_library*>(l);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (lib->unloaded) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  lib->unloaded = true;
+  --g_live_libraries;
   return CUDA_SUCCESS;
 }
 CUresult fk_cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) {
   if (!k || !l || !name) return CUDA_ERROR_INVALID_VALUE;
   auto* lib = reinterpret_cast<fake_library*>(l);
   std::lock_guard<std::mutex> lock(g_mu);
+  if (lib->unloaded) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   if (std::find(lib->kernels.begin(), lib->kernels.end(), name) == lib->kernels.end()) return CUDA_ERROR_NOT_FOUND;
   auto& slot = lib->by_name[name];
   if (!slot) {
@@ -980,6 +1003,10 @@ CUresult kernel_function(fake_kernel* k, fake_function** out) {
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(g_mu);
   if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (k->lib->unloaded) {
+    ++g_stale_uses;
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   const int cc = cfg().devices[static_cast<std::size_t>(ctx->device)];
   if (k->lib->sm && !fits(k->lib->sm, k->lib->arch_specific, cc)) return CUDA_ERROR_NO_BINARY_FOR_GPU;
   auto& f = k->per_context[{ctx, ctx->id}];
@@ -1090,9 +1117,46 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress(const char* sym
 
 __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* v) { return fk_cuDriverGetVersion(v); }
 
+// The driver API under cuda.h's own names (for CUDA 13.0: the versioned names its macros choose), so
+// that a program linked against libcuda (the toolkit's stub at link time) runs against the fake: put
+// a directory with a libcuda.so.1 link to this library on LD_LIBRARY_PATH; fatpack's dlopen of
+// libcuda.so.1 then finds the same library (samples/driver_api_port). Only what such programs call
+// before their kernels run; device memory is not modelled (cuMemAlloc & co.: CUDA_ERROR_NOT_SUPPORTED).
+#define FAKECUDA_EXPORT __attribute__((visibility("default")))
+FAKECUDA_EXPORT CUresult cuInit(unsigned int flags) { return fk_cuInit(flags); }
+FAKECUDA_EXPORT CUresult cuGetErrorName(CUresult r, const char** s) { return fk_cuGetErrorName(r, s); }
+FAKECUDA_EXPORT CUresult cuGetErrorString(CUresult r, const char** s) { return fk_cuGetErrorString(r, s); }
+FAKECUDA_EXPORT CUresult cuDeviceGetCount(int* n) { return fk_cuDeviceGetCount(n); }
+FAKECUDA_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) { return fk_cuDeviceGet(d, ordinal); }
+FAKECUDA_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) { return fk_cuDeviceGetName(name, len, d); }
+FAKECUDA_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  return fk_cuDeviceGetAttribute(v, a, d);
+}
+FAKECUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext* c, CUctxCreateParams* p, unsigned int flags, CUdevice d) {
+  return fk_cuCtxCreate_v4(c, p, flags, d);
+}
+FAKECUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext c) { return fk_cuCtxDestroy(c); }
+FAKECUDA_EXPORT CUresult cuCtxSynchronize(void) { return fk_cuCtxSynchronize(); }
+FAKECUDA_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) { return fk_cuModuleLoadData(m, image); }
+FAKECUDA_EXPORT CUresult cuModuleUnload(CUmodule m) { return fk_cuModuleUnload(m); }
+FAKECUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  return fk_cuModuleGetFunction(f, m, name);
+}
+FAKECUDA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                        unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
+                                        void** extra) {
+  return fk_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+FAKECUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr*, size_t) { return CUDA_ERROR_NOT_SUPPORTED; }
+FAKECUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr) { return CUDA_ERROR_NOT_SUPPORTED; }
+FAKECUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void*, size_t) { return CUDA_ERROR_NOT_SUPPORTED; }
+FAKECUDA_EXPORT CUresult cuMemcpyDtoH_v2(void*, CUdeviceptr, size_t) { return CUDA_ERROR_NOT_SUPPORTED; }
+#undef FAKECUDA_EXPORT
+
 __attribute__((visibility("default"))) int fakecuda_jit_count(void) { return g_jit_count.load(); }
 __attribute__((visibility("default"))) int fakecuda_module_loads(void) { return g_module_loads.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules(void) { return g_live_modules.load(); }
+__attribute__((visibility("default"))) int fakecuda_live_libraries(void) { return g_live_libraries.load(); }
 __attribute__((visibility("default"))) int fakecuda_launches(void) { return g_launches.load(); }
 __attribute__((visibility("default"))) int fakecuda_stale_uses(void) { return g_stale_uses.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules_in(void* ctx) {

@@ -24,13 +24,19 @@
 //             (CC 9.x) an sm_90 cubin, given without a size and freed right after the call, in the
 //             application's context on each device; fatpackModuleUnload; bytes it cannot read are
 //             CUDA_ERROR_INVALID_IMAGE with the reason (in the Ex form's error log buffer too)
+//   port-library  fatpackLibraryLoadData (the port of cuLibraryLoadData) of a fatbin, PTX and (CC 9.x)
+//             an sm_90 cubin, freed right after the call: the CUlibrary's kernel launches in a context
+//             made before, one made after, and the primary context; the same bytes again share the
+//             library; it is unloaded (cuLibraryUnload) with the last fatpackLibraryUnload; options
+//             honoured, ignored and refused; errors; the entry chosen for the current context's device
 //   library   load_library: one CUlibrary for the device, its CUkernel launched (in place of a
 //             CUfunction, and through its function) in a context made before the load, one made after,
 //             the primary context, and the first again after another was destroyed; the second device
 //             gets its own library and entry
 //   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId,cuLibraryLoadData) a driver without
 //             cuCtxGetId: primary contexts work and are shared; a load from an own context is refused
-//             with a clear error; load_library without cuLibraryLoadData is a clear error
+//             with a clear error; load_library and fatpackLibraryLoadData without cuLibraryLoadData
+//             are clear errors
 //
 // On a real GPU the kernels run: vadd over 2^20 floats, checked against the CPU.
 //
@@ -50,7 +56,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -82,6 +90,7 @@ struct calls {
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemcpyHtoD) htod = nullptr;
   decltype(&::cuMemcpyDtoH) dtoh = nullptr;
+  decltype(&::cuLibraryGetKernel) library_kernel = nullptr;
 };
 calls cu;
 
@@ -259,6 +268,7 @@ int main(int argc, char** argv) {
   get(cu.release, "cuDevicePrimaryCtxRelease");
   get(cu.launch, "cuLaunchKernel");
   get(cu.get_function, "cuModuleGetFunction");
+  if (!no_ctx_id) get(cu.library_kernel, "cuLibraryGetKernel");
   if (!g_fake) {
     get(cu.mem_alloc, "cuMemAlloc");
     get(cu.mem_free, "cuMemFree");
@@ -299,6 +309,14 @@ int main(int argc, char** argv) {
       if (!lib)
         EXPECT(lib.error().code == fatpack::errc::driver_symbol_missing && has(lib.error().message, "cuLibraryLoadData"),
                "%s", lib.error().what());
+    });
+    run_case("no-library: fatpackLibraryLoadData without cuLibraryLoadData is CUDA_ERROR_NOT_SUPPORTED", [] {
+      std::vector<std::uint8_t> bytes = read_file("vadd.fatbin");
+      CUlibrary lib = nullptr;
+      CUresult r = fatpackLibraryLoadData(&lib, bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+      EXPECT(r == CUDA_ERROR_NOT_SUPPORTED && !lib, "CUresult %d", static_cast<int>(r));
+      EXPECT(has(fatpack_last_error(), "cuLibraryLoadData") && has(fatpack_last_error(), "fatpackLibraryLoadData"), "%s",
+             fatpack_last_error());
     });
     std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
     return g_failures ? 1 : 0;
@@ -517,6 +535,185 @@ int main(int argc, char** argv) {
     EXPECT(r == CUDA_ERROR_INVALID_IMAGE, "Ex: CUresult %d", static_cast<int>(r));
     EXPECT(has(log, "fatpackModuleLoadDataEx") && has(log, "PTX"), "error log: %s", log);
     cu.ctx_destroy(own);
+  });
+
+  run_case("port-library: fatpackLibraryLoadData of a fatbin, PTX and a cubin; one handle for every context", [] {
+    const auto info = fatpack::device(0).value();
+    std::vector<std::string> images = {"vadd.fatbin", "vadd.compute_80.ptx"};
+    if (info.cc_major == 9) images.push_back("vadd.sm_90.cubin");
+    CUcontext before = nullptr;
+    EXPECT(cu.ctx_create(&before, 0, 0) == CUDA_SUCCESS, "cuCtxCreate (before the loads)");
+    CUdevice dev0 = 0;
+    cu.device_get(&dev0, 0);
+    for (const auto& name : images) {
+      std::vector<std::uint8_t> bytes = read_file(name);
+      if (name.find(".ptx") != std::string::npos) bytes.push_back(0);  // PTX ends with its NUL
+      bytes.resize(bytes.size() + 64, 0xAB);  // what follows the image is not read as part of it
+      const int live = fake_stat("fakecuda_live_libraries");
+      CUlibrary lib = nullptr;
+      CUresult r = fatpackLibraryLoadData(&lib, bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+      EXPECT(r == CUDA_SUCCESS && lib, "%s: CUresult %d: %s", name.c_str(), static_cast<int>(r), fatpack_last_error());
+      CUlibrary again = nullptr;
+      EXPECT(fatpackLibraryLoadData(&again, bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) == CUDA_SUCCESS &&
+                 again == lib,
+             "%s: the same bytes again gave another library", name.c_str());
+      std::vector<std::uint8_t>().swap(bytes);  // the caller's bytes may go at once
+      if (r != CUDA_SUCCESS) continue;
+      EXPECT(current() == before, "%s: the load changed the current context", name.c_str());
+      if (g_fake) EXPECT(fake_stat("fakecuda_live_libraries") == live + 1, "%s: %d libraries, not %d", name.c_str(),
+                         fake_stat("fakecuda_live_libraries"), live + 1);
+      CUkernel k = nullptr;
+      EXPECT(cu.library_kernel(&k, lib, "vadd") == CUDA_SUCCESS && k, "%s: cuLibraryGetKernel", name.c_str());
+      CUdeviceptr p = 0;
+      int n = 0;  // no thread touches the (null) pointers on a real GPU
+      void* args[] = {&p, &p, &p, &n};
+      auto launch = [&](const char* where) {
+        EXPECT(cu.launch(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS,
+               "%s: launch of the CUkernel in %s", name.c_str(), where);
+        EXPECT(cu.sync() == CUDA_SUCCESS, "%s: cuCtxSynchronize in %s", name.c_str(), where);  // done before any unload
+      };
+      if (k) {
+        launch("the context made before the load");
+        CUcontext after = nullptr;
+        EXPECT(cu.ctx_create(&after, 0, 0) == CUDA_SUCCESS, "cuCtxCreate (after the load)");
+        launch("a context made after the load");
+        cu.ctx_destroy(after);
+        CUcontext primary = nullptr;
+        EXPECT(cu.retain(&primary, dev0) == CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
+        cu.set_current(primary);
+        launch("the primary context");
+        cu.set_current(before);
+        cu.release(dev0);
+      }
+      // Two loads, two unloads: the library stays until the last.
+      EXPECT(fatpackLibraryUnload(lib) == CUDA_SUCCESS, "%s: first unload", name.c_str());
+      if (g_fake) EXPECT(fake_stat("fakecuda_live_libraries") == live + 1, "%s: unloaded by the first of two", name.c_str());
+      if (k) launch("the context made before the load, after one of two unloads");
+      EXPECT(fatpackLibraryUnload(again) == CUDA_SUCCESS, "%s: second unload", name.c_str());
+      if (g_fake) EXPECT(fake_stat("fakecuda_live_libraries") == live, "%s: not unloaded by the last", name.c_str());
+      EXPECT(static_cast<CUresult>(fatpackLibraryUnload(lib)) == CUDA_ERROR_INVALID_HANDLE, "%s: a third unload",
+             name.c_str());
+      std::printf("  device 0 (CC %d.%d): %s ok\n", info.cc_major, info.cc_minor, name.c_str());
+    }
+    cu.ctx_destroy(before);
+  });
+
+  run_case("port-library: options honoured, ignored and refused; what fatpack cannot read", [] {
+    const std::vector<std::uint8_t> fatbin = read_file("vadd.fatbin");
+    CUlibrary lib = nullptr;
+    // Accepted: a JIT option fatpack ignores, the error log buffer, and the preserved-binary hint (which
+    // changes nothing: the bytes may still go right after the call).
+    {
+      std::vector<std::uint8_t> copy = fatbin;
+      char log[256] = {};
+      CUjit_option jit[] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void* jit_values[] = {reinterpret_cast<void*>(std::uintptr_t(1)), log,
+                            reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log))};
+      CUlibraryOption opt[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+      void* opt_values[] = {reinterpret_cast<void*>(std::uintptr_t(1))};
+      CUresult r = fatpackLibraryLoadData(&lib, copy.data(), jit, jit_values, 3, opt, opt_values, 1);
+      std::vector<std::uint8_t>().swap(copy);
+      EXPECT(r == CUDA_SUCCESS && lib, "accepted options: CUresult %d: %s", static_cast<int>(r), fatpack_last_error());
+      CUkernel k = nullptr;
+      if (lib) EXPECT(cu.library_kernel(&k, lib, "vadd") == CUDA_SUCCESS, "cuLibraryGetKernel after the bytes went");
+      if (lib) EXPECT(fatpackLibraryUnload(lib) == CUDA_SUCCESS, "unload");
+    }
+    auto refused = [&](const char* what, CUresult want, const char* in_message, const void* image, CUjit_option* jit,
+                       void** jit_values, unsigned njit, CUlibraryOption* opt, void** opt_values, unsigned nopt) {
+      lib = reinterpret_cast<CUlibrary>(std::uintptr_t(1));  // must come back null
+      CUresult r = fatpackLibraryLoadData(&lib, image, jit, jit_values, njit, opt, opt_values, nopt);
+      EXPECT(r == want && lib == nullptr, "%s: CUresult %d, expected %d", what, static_cast<int>(r), static_cast<int>(want));
+      EXPECT(has(fatpack_last_error(), "fatpackLibraryLoadData") && has(fatpack_last_error(), in_message),
+             "%s: message: %s", what, fatpack_last_error());
+    };
+    CUlibraryOption host_table[] = {CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE};
+    CUlibraryOption unknown_option[] = {static_cast<CUlibraryOption>(77)};
+    CUjit_option unknown_jit[] = {static_cast<CUjit_option>(9999)};
+    void* one_value[] = {nullptr};
+    refused("cudart's host table", CUDA_ERROR_NOT_SUPPORTED, "CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE",
+            fatbin.data(), nullptr, nullptr, 0, host_table, one_value, 1);
+    refused("an unknown library option", CUDA_ERROR_INVALID_VALUE, "not a CUlibraryOption", fatbin.data(), nullptr,
+            nullptr, 0, unknown_option, one_value, 1);
+    refused("library options without arrays", CUDA_ERROR_INVALID_VALUE, "no option array", fatbin.data(), nullptr,
+            nullptr, 0, nullptr, nullptr, 2);
+    refused("an unknown JIT option", CUDA_ERROR_INVALID_VALUE, "not a CUjit_option", fatbin.data(), unknown_jit,
+            one_value, 1, nullptr, nullptr, 0);
+    refused("JIT options without arrays", CUDA_ERROR_INVALID_VALUE, "no option array", fatbin.data(), nullptr, nullptr,
+            3, nullptr, nullptr, 0);
+    refused("a null image", CUDA_ERROR_INVALID_VALUE, "null image", nullptr, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    EXPECT(fatpackLibraryLoadData(nullptr, fatbin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) ==
+               CUDA_ERROR_INVALID_VALUE,
+           "a null handle pointer");
+    // Bytes fatpack cannot read: the reason, in fatpack_last_error() and in the caller's error log.
+    const char junk[] = "this is no image";
+    char log[512] = {};
+    CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log))};
+    refused("junk", CUDA_ERROR_INVALID_IMAGE, "PTX", junk, keys, values, 2, nullptr, nullptr, 0);
+    EXPECT(has(log, "fatpackLibraryLoadData") && has(log, "PTX"), "error log: %s", log);
+    // A log callback that throws: the failure still returns its CUresult (no exception crosses the C API).
+    const fatpack::log_level level = fatpack::get_log_level();
+    fatpack::set_log_level(fatpack::log_level::error);
+    int calls = 0;
+    fatpack::set_log_callback([&calls](fatpack::log_level, std::string_view) {
+      ++calls;
+      throw std::runtime_error("a log callback that throws");
+    });
+    refused("junk, with a log callback that throws", CUDA_ERROR_INVALID_IMAGE, "PTX", junk, nullptr, nullptr, 0, nullptr,
+            nullptr, 0);
+    fatpack::set_log_callback(nullptr);
+    fatpack::set_log_level(level);
+    EXPECT(calls == 1, "the log callback was called %d times", calls);
+    // A handle fatpack did not return never reaches the driver.
+    EXPECT(static_cast<CUresult>(fatpackLibraryUnload(reinterpret_cast<CUlibrary>(log))) == CUDA_ERROR_INVALID_HANDLE,
+           "unload of a handle fatpack did not return");
+    // The module port's Ex form checks its JIT options alike.
+    CUmodule mod = nullptr;
+    EXPECT(static_cast<CUresult>(fatpackModuleLoadDataEx(&mod, fatbin.data(), 1, unknown_jit, one_value)) ==
+                   CUDA_ERROR_INVALID_VALUE &&
+               !mod,
+           "fatpackModuleLoadDataEx with an unknown JIT option");
+  });
+
+  run_case("port-library: the entry is chosen for the current context's device", [ndev] {
+    if (ndev < 2) {
+      std::printf("  one device: nothing to compare\n");
+      return;
+    }
+    const std::vector<std::uint8_t> fatbin = read_file("vadd.fatbin");
+    std::vector<CUlibrary> libs(2, nullptr);
+    std::vector<CUcontext> own(2, nullptr);
+    for (int d = 0; d < 2; ++d) {
+      CUdevice dev = 0;
+      cu.device_get(&dev, d);
+      EXPECT(cu.ctx_create(&own[d], 0, dev) == CUDA_SUCCESS, "cuCtxCreate on device %d", d);
+      EXPECT(fatpackLibraryLoadData(&libs[d], fatbin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) == CUDA_SUCCESS,
+             "device %d: %s", d, fatpack_last_error());
+      CUcontext popped = nullptr;
+      cu.pop(&popped);
+    }
+    EXPECT(libs[0] && libs[1] && libs[0] != libs[1], "one library for two devices");
+    CUdeviceptr p = 0;
+    int n = 0;
+    void* args[] = {&p, &p, &p, &n};
+    auto launch = [&](int lib_of, int in_context_of) {
+      CUkernel k = nullptr;
+      if (!libs[lib_of] || cu.library_kernel(&k, libs[lib_of], "vadd") != CUDA_SUCCESS) return CUDA_ERROR_NOT_FOUND;
+      cu.set_current(own[in_context_of]);
+      CUresult r = cu.launch(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr);
+      cu.set_current(nullptr);
+      return r;
+    };
+    for (int d = 0; d < 2; ++d) EXPECT(launch(d, d) == CUDA_SUCCESS, "device %d: its library's kernel", d);
+    if (g_fake) {
+      // Devices of different CC (9.0, 8.0): device 1's library holds sm_80 SASS, which CC 9.0 cannot run.
+      CUresult r = launch(1, 0);
+      EXPECT(r == CUDA_ERROR_NO_BINARY_FOR_GPU, "device 1's library on device 0: CUresult %d", static_cast<int>(r));
+    }
+    for (int d = 0; d < 2; ++d) {
+      if (libs[d]) EXPECT(fatpackLibraryUnload(libs[d]) == CUDA_SUCCESS, "unload %d", d);
+      cu.ctx_destroy(own[d]);
+    }
   });
 
   run_case("library: one load, its kernels launch in every context of the device, present and future", [ndev] {

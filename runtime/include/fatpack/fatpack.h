@@ -42,6 +42,7 @@ extern "C" {
 struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
+struct CUlib_st;
 
 /* Same numbers as fatpack::errc. */
 typedef enum fatpack_status {
@@ -217,11 +218,30 @@ FATPACK_API fatpack_status fatpack_cache_wait_refresh(void);
  * may free it when the call returns. The module stays loaded until fatpackModuleUnload (one per
  * successful load) or the context's destruction; call fatpackModuleUnload, never cuModuleUnload,
  * on it. The Ex form's JIT options are ignored (fatpack chooses the JIT's), except
- * CU_JIT_ERROR_LOG_BUFFER(_SIZE_BYTES). `options` is a CUjit_option* and `option_values` a void**. */
+ * CU_JIT_ERROR_LOG_BUFFER(_SIZE_BYTES); a key the driver does not define, or a count without arrays,
+ * is CUDA_ERROR_INVALID_VALUE. `options` is a CUjit_option* and `option_values` a void**. */
 FATPACK_API int fatpack_cu_module_load_data(struct CUmod_st** module, const void* image);
 FATPACK_API int fatpack_cu_module_load_data_ex(struct CUmod_st** module, const void* image, unsigned int num_options,
                                                void* options, void** option_values);
 FATPACK_API int fatpack_cu_module_unload(struct CUmod_st* module);
+
+/* The shape of cuLibraryLoadData / cuLibraryUnload (drivers for CUDA 12.0 and later), for the same
+ * image bytes: the returned CUlibrary belongs to no context, and its kernels (cuLibraryGetKernel) run
+ * in every context of the device. The entry is selected for one device: that of the calling thread's
+ * current context, else device 0 (a GPU of another CC may have no binary in it; load one library
+ * while a context of that device is current). Size, copy and errors as above; call
+ * fatpackLibraryUnload, never cuLibraryUnload, on the handle (one per successful load).
+ * `jit_options` is a CUjit_option*, `library_options` a CUlibraryOption*. JIT options: as for the Ex
+ * form above (a key the driver does not define: CUDA_ERROR_INVALID_VALUE). Library options:
+ * CU_LIBRARY_BINARY_IS_PRESERVED is accepted and changes nothing (fatpack hands the driver its own
+ * copy, so the caller's bytes may go at once either way); CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE
+ * is refused with CUDA_ERROR_NOT_SUPPORTED; any other key is CUDA_ERROR_INVALID_VALUE. Without
+ * cuLibraryLoadData in the driver: CUDA_ERROR_NOT_SUPPORTED. */
+FATPACK_API int fatpack_cu_library_load_data(struct CUlib_st** library, const void* code, void* jit_options,
+                                             void** jit_option_values, unsigned int num_jit_options,
+                                             void* library_options, void** library_option_values,
+                                             unsigned int num_library_options);
+FATPACK_API int fatpack_cu_library_unload(struct CUlib_st* library);
 
 #ifdef __cplusplus
 }
@@ -254,6 +274,14 @@ inline fatpack::cu_result fatpackModuleLoadDataEx(struct CUmod_st** module, cons
   return {fatpack_cu_module_load_data_ex(module, image, num_options, options, option_values)};
 }
 inline fatpack::cu_result fatpackModuleUnload(struct CUmod_st* module) { return {fatpack_cu_module_unload(module)}; }
+inline fatpack::cu_result fatpackLibraryLoadData(struct CUlib_st** library, const void* code, void* jit_options,
+                                                 void** jit_option_values, unsigned int num_jit_options,
+                                                 void* library_options, void** library_option_values,
+                                                 unsigned int num_library_options) {
+  return {fatpack_cu_library_load_data(library, code, jit_options, jit_option_values, num_jit_options, library_options,
+                                       library_option_values, num_library_options)};
+}
+inline fatpack::cu_result fatpackLibraryUnload(struct CUlib_st* library) { return {fatpack_cu_library_unload(library)}; }
 #else
 static inline int fatpackModuleLoadData(struct CUmod_st** module, const void* image) {
   return fatpack_cu_module_load_data(module, image);
@@ -263,6 +291,13 @@ static inline int fatpackModuleLoadDataEx(struct CUmod_st** module, const void* 
   return fatpack_cu_module_load_data_ex(module, image, num_options, options, option_values);
 }
 static inline int fatpackModuleUnload(struct CUmod_st* module) { return fatpack_cu_module_unload(module); }
+static inline int fatpackLibraryLoadData(struct CUlib_st** library, const void* code, void* jit_options,
+                                         void** jit_option_values, unsigned int num_jit_options, void* library_options,
+                                         void** library_option_values, unsigned int num_library_options) {
+  return fatpack_cu_library_load_data(library, code, jit_options, jit_option_values, num_jit_options, library_options,
+                                      library_option_values, num_library_options);
+}
+static inline int fatpackLibraryUnload(struct CUlib_st* library) { return fatpack_cu_library_unload(library); }
 #endif
 
 #endif /* FATPACK_FATPACK_H */
