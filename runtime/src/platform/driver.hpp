@@ -44,6 +44,10 @@ namespace fatpack::detail {
   X(cuModuleLoadDataEx)             \
   X(cuModuleUnload)                 \
   X(cuModuleGetFunction)            \
+  X(cuModuleGetGlobal)              \
+  X(cuMemcpyHtoD)                   \
+  X(cuMemcpyDtoH)                   \
+  X(cuLaunchKernel)                 \
   X(cuLinkCreate)                   \
   X(cuLinkAddData)                  \
   X(cuLinkComplete)                 \
@@ -53,12 +57,17 @@ namespace fatpack::detail {
 // caller falls back (see each use).
 //   cuCtxGetId (CUDA 12.0): tells a context from a later one at the same address (load/module_table).
 //   cuLibrary* / cuKernelGetFunction (CUDA 12.0): context-independent libraries (fatpack::library).
+//   cuFuncGetParamInfo / cuKernelGetParamInfo (CUDA 12.4): the kernel's parameters, which a typed
+//   kernel's arguments are checked against (api/launch_api.cpp); without them no check is possible.
 #define FATPACK_DRIVER_OPTIONAL_FUNCTIONS(X) \
   X(cuCtxGetId)                              \
   X(cuLibraryLoadData)                       \
   X(cuLibraryUnload)                         \
   X(cuLibraryGetKernel)                      \
-  X(cuKernelGetFunction)
+  X(cuLibraryGetGlobal)                      \
+  X(cuKernelGetFunction)                     \
+  X(cuFuncGetParamInfo)                      \
+  X(cuKernelGetParamInfo)
 
 inline constexpr int abi_version = 12000;          // signatures requested from cuGetProcAddress
 inline constexpr int min_driver_version = 12000;   // oldest driver fatpack accepts
