@@ -4,8 +4,8 @@
 // current context, and prints one line "ok <case>" or "FAIL ...".
 //
 //   docs      the launch snippet of docs/runtime.md §1, compiled from the document itself
-//             (docs_launch_snippet.inc, extracted at configure time): load, function, cuLaunchKernel
-//             succeed on a thread that had no context
+//             (docs_launch_snippet.inc, extracted at configure time): load, the typed kernel and its
+//             launch succeed on a thread that had no context
 //   primary   no current context -> the device's primary context, which is current after the load
 //   own       an application's own context (cuCtxCreate) current -> the module is loaded there, the
 //             context is still current after, the kernel launches in it
@@ -249,16 +249,16 @@ void per_device_own_context(int ndev, const std::function<void(int, const fatpac
 }
 
 // The launch snippet of docs/runtime.md §1, verbatim (docs_launch_snippet.inc). Its undeclared names
-// are given here; cuLaunchKernel is the loaded driver's.
+// are given here.
 int docs_snippet(CUresult& launched) {
-  const auto cuLaunchKernel = cu.launch;
-  CUdeviceptr a = 0, b = 0, c = 0;
+  float *a = nullptr, *b = nullptr, *c = nullptr;
   int n = g_fake ? 256 : 0;  // on a GPU no thread touches the (null) pointers
   unsigned grid = 1;
   CUstream stream = nullptr;
 #include "docs_launch_snippet.inc"
-  launched = r;
-  if (r == CUDA_SUCCESS) launched = cu.sync();  // the launch ran (on a GPU)
+  launched = s ? CUDA_SUCCESS : static_cast<CUresult>(s.error().cuda_status ? s.error().cuda_status : CUDA_ERROR_UNKNOWN);
+  if (!s) std::printf("  launch: %s\n", s.error().what());
+  if (s) launched = cu.sync();  // the launch ran (on a GPU)
   return 0;
 }
 
@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
     EXPECT(current() == nullptr, "the thread starts with a context");
     CUresult launched = CUDA_ERROR_UNKNOWN;
     EXPECT(docs_snippet(launched) == 0, "the snippet returned early");
-    EXPECT(launched == CUDA_SUCCESS, "cuLaunchKernel after load_module: CUresult %d", static_cast<int>(launched));
+    EXPECT(launched == CUDA_SUCCESS, "the typed launch after load_module: CUresult %d", static_cast<int>(launched));
   });
 
   run_case("primary: no current context -> the device's primary context, current after the load", [] {
