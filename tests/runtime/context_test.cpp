@@ -41,8 +41,9 @@
 //   variant   per device: exact SASS, lower-minor SASS (sm_80 on CC 8.6: FAKECUDA_DEVICES=90,86), `a`
 //             SASS (sm_90a on CC 9.0), PTX through the JIT (with its ISA); per kernel; the C API
 //   no-param-info (--no-param-info, with FAKECUDA_MISSING=cuFuncGetParamInfo,cuKernelGetParamInfo) a
-//             driver older than CUDA 12.4: typed kernels are made unchecked, say so, and so do their
-//             launch errors
+//             driver older than CUDA 12.4: the package's PTX .param list is the check (module and
+//             library); a SASS-only package: typed kernels are made unchecked, say so, and so do
+//             their launch errors
 //   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId,cuLibraryLoadData) a driver without
 //             cuCtxGetId: primary contexts work and are shared; a load from an own context is refused
 //             with a clear error; load_library without cuLibraryLoadData is a clear error
@@ -308,23 +309,43 @@ int main(int argc, char** argv) {
   add_package("typed", {"typed.sm_80.cubin", "typed.sm_90.cubin", "typed.compute_80.ptx"});
   add_package("typed_a", {"typed.sm_90a.cubin", "typed.compute_80.ptx"});
   add_package("typed_ptx", {"typed.compute_80.ptx"});
+  add_package("typed_sass", {"typed.sm_90.cubin"});  // no PTX
 
   if (no_param_info) {
-    run_case("no-param-info: without cuFuncGetParamInfo typed kernels are unchecked and say so", [] {
-      auto m = load("typed");
+    run_case("no-param-info: without cuFuncGetParamInfo the package's PTX .param list is the check", [] {
+      auto m = load("typed");  // sm_90 SASS loaded; the package has compute_80 PTX of the module
+      auto ok = m.kernel<const float*, char, double, int, float*>("mix");
+      EXPECT(ok && ok->checked() && has(ok->check_note(), ".param list") && has(ok->check_note(), "cuFuncGetParamInfo"),
+             "mix: %s", ok ? ok->check_note().c_str() : ok.error().what());
+      auto wrong = m.kernel<const float*, char, double, int>("mix");
+      EXPECT(!wrong && wrong.error().code == fatpack::errc::invalid_argument &&
+                 has(wrong.error().message, "takes 5 parameters, 4 arguments were given") &&
+                 has(wrong.error().message, "PTX"),
+             "wrong count: %s", wrong ? "accepted" : wrong.error().what());
+      if (!wrong) std::printf("  %s\n", wrong.error().message.c_str());
+      auto lib = fatpack::load_library("typed");
+      EXPECT(lib.has_value(), "load_library: %s", lib ? "" : lib.error().what());
+      if (lib) {
+        auto lk = lib->kernel<const float*, float*, int>("affine");
+        EXPECT(!lk && has(lk.error().message, "takes 2 parameters"), "library: %s", lk ? "accepted" : lk.error().what());
+      }
+    });
+    run_case("no-param-info: no PTX in the package either: unchecked, and it says so", [] {
+      auto m = load("typed_sass");
       auto k = m.kernel<const float*, char, double, int>("mix");  // one argument short: nothing can tell
       EXPECT(k.has_value(), "kernel<...>(mix): %s", k ? "" : k.error().what());
       if (k) {
         EXPECT(!k->checked(), "checked without cuFuncGetParamInfo");
-        EXPECT(has(k->check_note(), "cuFuncGetParamInfo") && has(k->check_note(), "could not be checked"), "note: %s",
-               k->check_note().c_str());
+        EXPECT(has(k->check_note(), "cuFuncGetParamInfo") && has(k->check_note(), "has no PTX") &&
+                   has(k->check_note(), "could not be checked"),
+               "note: %s", k->check_note().c_str());
         // A launch the driver refuses (a block of 2048 threads): its error carries the note.
         auto s = k->launch(1, 2048, 0, nullptr, nullptr, 'x', 1.0, 0);
         EXPECT(!s && has(s.error().message, "could not be checked") && has(s.error().message, "kernel 'mix'"),
                "launch error: %s", s ? "none" : s.error().what());
         if (!s) std::printf("  %s\n", s.error().message.c_str());
       }
-      auto lib = fatpack::load_library("typed");
+      auto lib = fatpack::load_library("typed_sass");
       if (lib) {
         auto lk = lib->kernel<const float*, float*>("affine");
         EXPECT(lk && !lk->checked() && has(lk->check_note(), "cuKernelGetParamInfo"), "library: %s",

@@ -8,10 +8,11 @@
 // The check (when the typed kernel is made, not on each launch): the host lays the arguments out as
 // cuLaunchKernel reads them, each at the next offset aligned to alignof(T), sizeof(T) bytes; the
 // kernel's parameters come from the driver (cuFuncGetParamInfo / cuKernelGetParamInfo, drivers for
-// CUDA 12.4 and later). Their number, offsets and sizes must agree, else the lookup is an error
-// naming the argument, the expected and given offset and size, the kernel, module, package, device
-// and driver. A driver without those entry points: no check is possible, the typed kernel says so
-// (checked() false, check_note()) and so does any error of its launches.
+// CUDA 12.4 and later), else from the `.param` list of the kernel in the module's PTX in the package.
+// Their number, offsets and sizes must agree, else the lookup is an error naming the argument, the
+// expected and given offset and size, the kernel, module, package, device and driver. Neither
+// available (an older driver and a package without the module's PTX): no check is possible, the
+// typed kernel says so (checked() false, check_note()) and so does any error of its launches.
 //
 // This header includes no CUDA header: CUstream_st* is what cuda.h calls CUstream and cuda_runtime.h
 // cudaStream_t, so either converts.
@@ -103,7 +104,8 @@ class typed_kernel {
     return detail::launch_kernel(*b_, grid, block, shared_bytes, stream, ptrs);
   }
 
-  // Whether the arguments were checked against the kernel's parameters; when not, why.
+  // Whether the arguments were checked against the kernel's parameters; check_note(): "" when the
+  // driver gave them, else where they came from (the package's PTX) or why there was no check.
   bool checked() const noexcept { return b_ && detail::binding_checked(*b_); }
   const std::string& check_note() const noexcept { return detail::binding_note(*b_); }
   const std::string& name() const noexcept { return detail::binding_name(*b_); }

@@ -17,7 +17,7 @@ struct kernel_binding {
   CUfunction function = nullptr;        // a module's kernel
   CUkernel kernel = nullptr;            // a library's kernel (cuLaunchKernel takes it as a CUfunction)
   bool checked = false;                 // the arguments were compared with the kernel's parameters
-  std::string note;                     // when not: why ("the driver has no cuFuncGetParamInfo ...")
+  std::string note;                     // "" when the driver gave them; else from where, or why not
 };
 
 }  // namespace fatpack::detail

@@ -5,10 +5,16 @@
 // Where the parameters come from: the driver (cuFuncGetParamInfo for a module's CUfunction,
 // cuKernelGetParamInfo for a library's CUkernel; CUDA 12.4 and later), which knows the loaded code
 // itself, whatever entry was chosen and however it was compiled. A driver without them (12.0-12.3):
-// no check; the typed kernel says so (checked() false, check_note()) and so do its launch errors.
+// the `.param` list of the kernel's `.entry` in the module's PTX in the package (the loaded entry when
+// it is PTX, else the module's first PTX entry: the same source, so the same parameters), read with
+// core::parse_ptx; the note says so. No PTX, no such .entry, or a list the reader does not
+// understand: no check; the typed kernel says so (checked() false, check_note()) and so do its
+// launch errors. (A cubin's .nv.info EIATTR_KPARAM_INFO table would serve for SASS-only packages; it
+// is not read, being an undocumented format.)
 #include "api/code_context.hpp"
 #include "api/kernel_binding.hpp"
 
+#include "fatpack/core/input.hpp"
 #include "fatpack/fatpack.hpp"
 
 #include <vector>
@@ -30,14 +36,66 @@ std::string kernel_where(const module_state& s, const std::string& name) {
   return "kernel '" + name + "' in " + code_where(s);
 }
 
-// The kernel's parameters from the driver; `known` false (and `note` why) when it cannot say.
+// The kernel's parameters from the module's PTX in the package (see the top of this file);
+// `known` false and `note` why when there is none to read. `why_not_driver`: "the driver ... has no
+// cuFuncGetParamInfo (CUDA 12.4)".
+void package_params(const module_state& s, const std::string& name, const std::string& why_not_driver,
+                    std::vector<param>& out, bool& known, std::string& note) {
+  const auto& view = s.package->view;
+  const auto& entries = view.entries();
+  std::size_t pick = entries.size();
+  if (s.report.entry < entries.size() && entries[s.report.entry].target.kind == core::entry_kind::ptx)
+    pick = s.report.entry;
+  for (std::size_t i = 0; i < entries.size() && pick == entries.size(); ++i)
+    if (entries[i].target.kind == core::entry_kind::ptx && entries[i].module_name == s.module_name) pick = i;
+  const std::string unchecked = ", so the arguments of kernel '" + name + "' could not be checked against its parameters";
+  if (pick == entries.size()) {
+    note = why_not_driver + " and package '" + s.package->name + "' has no PTX of module '" + s.module_name + "'" +
+           unchecked;
+    return;
+  }
+  const auto& e = entries[pick];
+  std::vector<std::uint8_t> text;
+  status read;
+  if (e.codec == core::codec::none) {
+    const core::byte_span stored = view.stored_payload(pick);
+    if (stored.size == e.raw_size) text.assign(stored.data, stored.data + stored.size);
+    else read = error{errc::bad_package, 0, "stored size differs from the raw size", {}};
+  } else {
+    text.resize(static_cast<std::size_t>(e.raw_size));
+    read = view.decompress_into(pick, text.data());
+  }
+  const std::string where = "the PTX of package '" + s.package->name + "' (" + e.describe() + ")";
+  if (!read) {
+    note = why_not_driver + " and " + where + " could not be read (" + read.error().message + ")" + unchecked;
+    return;
+  }
+  auto ptx = core::parse_ptx(core::byte_span(text.data(), text.size()), where);
+  std::size_t k = 0;
+  while (ptx && k < ptx->kernels.size() && ptx->kernels[k] != name) ++k;
+  if (!ptx || k == ptx->kernels.size() || !ptx->params[k]) {
+    note = why_not_driver + " and " + where +
+           (!ptx ? " could not be read (" + ptx.error().message + ")"
+                 : k == ptx->kernels.size() ? " has no .entry '" + name + "'" : " has a .param list this reader does not understand") +
+           unchecked;
+    return;
+  }
+  for (const auto& p : *ptx->params[k]) out.push_back(param{p.offset, p.size});
+  known = true;
+  note = "checked against the .param list of .entry '" + name + "' in " + where + ", since " + why_not_driver;
+}
+
+// The kernel's parameters from the driver, else from the package; `known` false (and `note` why)
+// when neither can say.
 status query_params(const module_state& s, const std::string& name, CUfunction f, CUkernel k, std::vector<param>& out,
                     bool& known, std::string& note) {
   const driver& d = *s.drv;
   known = false;
   if ((f && !d.cuFuncGetParamInfo) || (k && !d.cuKernelGetParamInfo)) {
-    note = "the driver " + d.identify() + " has no " + (f ? "cuFuncGetParamInfo" : "cuKernelGetParamInfo") +
-           " (CUDA 12.4), so the arguments of kernel '" + name + "' could not be checked against its parameters";
+    package_params(s, name,
+                   "the driver " + d.identify() + " has no " + (f ? "cuFuncGetParamInfo" : "cuKernelGetParamInfo") +
+                       " (CUDA 12.4)",
+                   out, known, note);
     return {};
   }
   for (std::size_t i = 0;; ++i) {
@@ -115,7 +173,11 @@ result<std::shared_ptr<const kernel_binding>> bind(const std::shared_ptr<module_
   bool known = false;
   if (auto s = query_params(*st, b->name, f, k, params, known, b->note); !s) return s.error();
   if (known) {
-    if (auto s = compare(*st, b->name, params, host_layout(args, count)); !s) return s.error();
+    if (auto s = compare(*st, b->name, params, host_layout(args, count)); !s) {
+      error e = s.error();
+      if (!b->note.empty()) e.message += "; " + b->note;  // where the parameters came from
+      return e;
+    }
     b->checked = true;
   }
   return std::shared_ptr<const kernel_binding>(std::move(b));
