@@ -910,6 +910,14 @@ int main(int argc, char** argv) {
     }
     fatpack::module empty;
     EXPECT(empty.variant().kind == fatpack::variant_kind::none, "an empty handle's variant");
+    fatpack::typed_kernel<int> none;
+    EXPECT(!none.valid() && !none.checked() && none.name().empty() && none.check_note().empty() &&
+               none.variant().kind == fatpack::variant_kind::none,
+           "an empty typed kernel");
+    auto s = none.launch(1, 1, 0, nullptr, 0);
+    EXPECT(!s && s.error().code == fatpack::errc::invalid_argument, "launch of an empty typed kernel");
+    auto g = empty.global("c_affine");
+    EXPECT(!g && g.error().code == fatpack::errc::invalid_argument, "global() of an empty handle");
   });
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);

@@ -75,8 +75,9 @@ struct arg_shape {
 FATPACK_API status launch_kernel(const kernel_binding& k, dims grid, dims block, unsigned shared_bytes,
                                  cu_stream stream, void** args);
 FATPACK_API bool binding_checked(const kernel_binding& k) noexcept;
-FATPACK_API const std::string& binding_note(const kernel_binding& k) noexcept;
-FATPACK_API const std::string& binding_name(const kernel_binding& k) noexcept;
+// "" for an empty handle (nullptr).
+FATPACK_API const std::string& binding_note(const kernel_binding* k) noexcept;
+FATPACK_API const std::string& binding_name(const kernel_binding* k) noexcept;
 FATPACK_API code_variant binding_variant(const kernel_binding& k);
 }  // namespace detail
 
@@ -107,8 +108,8 @@ class typed_kernel {
   // Whether the arguments were checked against the kernel's parameters; check_note(): "" when the
   // driver gave them, else where they came from (the package's PTX) or why there was no check.
   bool checked() const noexcept { return b_ && detail::binding_checked(*b_); }
-  const std::string& check_note() const noexcept { return detail::binding_note(*b_); }
-  const std::string& name() const noexcept { return detail::binding_name(*b_); }
+  const std::string& check_note() const noexcept { return detail::binding_note(b_.get()); }
+  const std::string& name() const noexcept { return detail::binding_name(b_.get()); }
   // The variant of the code this kernel runs (today: its module's, every kernel of a module alike).
   code_variant variant() const { return b_ ? detail::binding_variant(*b_) : code_variant{}; }
 

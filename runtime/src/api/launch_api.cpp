@@ -213,8 +213,11 @@ status launch_kernel(const kernel_binding& k, dims grid, dims block, unsigned sh
 }
 
 bool binding_checked(const kernel_binding& k) noexcept { return k.checked; }
-const std::string& binding_note(const kernel_binding& k) noexcept { return k.note; }
-const std::string& binding_name(const kernel_binding& k) noexcept { return k.name; }
+namespace {
+const std::string k_empty;
+}  // namespace
+const std::string& binding_note(const kernel_binding* k) noexcept { return k ? k->note : k_empty; }
+const std::string& binding_name(const kernel_binding* k) noexcept { return k ? k->name : k_empty; }
 
 }  // namespace detail
 
