@@ -47,7 +47,8 @@
 // records, and from the PTX .param list for PTX and the fake JIT's cubins (which carry them in the
 // same records); cuFuncGetParamInfo / cuKernelGetParamInfo answer from them (CUDA_ERROR_INVALID_VALUE
 // past the last one; FAKECUDA_MISSING=cuFuncGetParamInfo,cuKernelGetParamInfo takes them away, as a
-// driver older than CUDA 12.4). Its __constant__/__device__ variables come from the cubin's
+// driver older than CUDA 12.4; asked for with a version before 12040 they are refused, as the real
+// driver refuses them). Its __constant__/__device__ variables come from the cubin's
 // STT_OBJECT symbols in .nv.constant*/.nv.global (size, initial bytes) or the PTX's .global/.const
 // declarations; each module (a library: each context) has its own copy, which is the only fake
 // device memory: cuModuleGetGlobal/cuLibraryGetGlobal give its address and size, cuMemcpyHtoD/DtoH
@@ -1342,10 +1343,21 @@ const proc k_procs[] = {
 };
 #undef FK
 
+// Entry points newer than CUDA 12.0, with the version that introduced them: as the real driver,
+// cuGetProcAddress refuses them (CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT) when asked for with an
+// older version.
+struct introduced {
+  const char* name;
+  int version;
+};
+const introduced k_introduced[] = {{"cuFuncGetParamInfo", 12040}, {"cuKernelGetParamInfo", 12040}};
+
 CUresult lookup(const char* symbol, void** pfn, int version, CUdriverProcAddressQueryResult* status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
-  if (version > cfg().driver_version) {
+  bool too_new = false;
+  for (const auto& i : k_introduced) too_new = too_new || (std::strcmp(i.name, symbol) == 0 && version < i.version);
+  if (version > cfg().driver_version || too_new) {
     if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
     return CUDA_ERROR_NOT_FOUND;
   }

@@ -57,16 +57,21 @@ namespace fatpack::detail {
 // caller falls back (see each use).
 //   cuCtxGetId (CUDA 12.0): tells a context from a later one at the same address (load/module_table).
 //   cuLibrary* / cuKernelGetFunction (CUDA 12.0): context-independent libraries (fatpack::library).
-//   cuFuncGetParamInfo / cuKernelGetParamInfo (CUDA 12.4): the kernel's parameters, which a typed
-//   kernel's arguments are checked against (api/launch_api.cpp); without them no check is possible.
 #define FATPACK_DRIVER_OPTIONAL_FUNCTIONS(X) \
   X(cuCtxGetId)                              \
   X(cuLibraryLoadData)                       \
   X(cuLibraryUnload)                         \
   X(cuLibraryGetKernel)                      \
   X(cuLibraryGetGlobal)                      \
-  X(cuKernelGetFunction)                     \
-  X(cuFuncGetParamInfo)                      \
+  X(cuKernelGetFunction)
+
+// Optional entry points that arrived after CUDA 12.0, asked for with the ABI of the release that
+// introduced them (cuGetProcAddress refuses a symbol newer than the version asked for, with
+// CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT); their signatures never changed.
+//   cuFuncGetParamInfo / cuKernelGetParamInfo (CUDA 12.4): the kernel's parameters, which a typed
+//   kernel's arguments are checked against (api/launch_api.cpp; without them, the package's PTX).
+#define FATPACK_DRIVER_OPTIONAL_FUNCTIONS_12_4(X) \
+  X(cuFuncGetParamInfo)                           \
   X(cuKernelGetParamInfo)
 
 inline constexpr int abi_version = 12000;          // signatures requested from cuGetProcAddress
@@ -81,6 +86,7 @@ struct driver {
 #define FATPACK_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   FATPACK_DRIVER_FUNCTIONS(FATPACK_DRIVER_MEMBER)
   FATPACK_DRIVER_OPTIONAL_FUNCTIONS(FATPACK_DRIVER_MEMBER)
+  FATPACK_DRIVER_OPTIONAL_FUNCTIONS_12_4(FATPACK_DRIVER_MEMBER)
 #undef FATPACK_DRIVER_MEMBER
 
   // "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"
