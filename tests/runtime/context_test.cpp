@@ -32,6 +32,7 @@
 //             mix: a pointer, a char, a double, an int, a pointer), the launch in the module's context
 //             from a thread where another context is current (which stays current); on the fake the
 //             parameter bytes the driver read are compared with the arguments, on a GPU affine runs
+//   typed-cost  the time of a typed launch and of cuLaunchKernel of the same function (printed)
 //   typed-errors  a wrong count, a wrong size (an int where a pointer is) and a wrong offset (two ints
 //             where a double is) are errors naming the argument, offsets, sizes, kernel, module,
 //             package, device and driver
@@ -59,6 +60,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -705,6 +707,36 @@ int main(int argc, char** argv) {
       }
     }
     EXPECT(cu.ctx_destroy(other) == CUDA_SUCCESS, "cuCtxDestroy");
+  });
+
+  run_case("typed-cost: a typed launch against cuLaunchKernel of the same function (printed, not checked)", [] {
+    auto m = load("typed");
+    auto k = m.kernel<const float*, char, double, int, float*>("mix");
+    auto f = m.function("mix");
+    if (!k || !f) {
+      EXPECT(false, "mix: %s", k ? f.error().what() : k.error().what());
+      return;
+    }
+    const float* a = nullptr;
+    float* out = nullptr;
+    char c = 'x';
+    double d = 1.0;
+    int n = 0;
+    void* args[] = {&a, &c, &d, &n, &out};
+    const int rounds = 2000;
+    auto time_it = [&](auto&& launch) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < rounds; ++i) launch();
+      if (!g_fake) cu.sync();
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / rounds;
+    };
+    for (int pass = 0; pass < 2; ++pass) {  // the first pass warms up
+      const double raw = time_it([&] { cu.launch(*f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr); });
+      const double typed = time_it([&] { (void)k->launch(1, 32, 0, nullptr, a, c, d, n, out); });
+      if (pass == 1)
+        std::printf("  per launch (%d launches%s): cuLaunchKernel %.3f us, typed launch %.3f us\n", rounds,
+                    g_fake ? ", fake driver" : "", raw, typed);
+    }
   });
 
   run_case("typed-errors: a wrong count, size or offset names the argument, kernel, module, package, device and driver",
