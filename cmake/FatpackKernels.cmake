@@ -15,8 +15,8 @@
 #  - `fatpack pack` makes the package and `fatpack embed` a C++ file that .incbin-s it; the fatpack tool
 #    rewrites its output only when the content changes, and CMake's Ninja generator marks custom
 #    commands restat, so an edit that leaves the package's bytes unchanged stops there;
-#  - the generated C++ file is added to <target> itself: inside a static archive it would be dropped by
-#    the linker. It is C++ rather than a `.S` so a project that enables only CXX can use it, and it
+#  - the generated C++ file is added to <target> itself; for a static library, every link that uses it
+#    gets `-u <the record's symbol>` (an INTERFACE link option), so the archive member is kept. It is C++ rather than a `.S` so a project that enables only CXX can use it, and it
 #    registers the package from a constructor, so a shared library carries its own kernels;
 #  - nvcc is driven directly, so the consumer's project need not enable the CUDA language (and when it
 #    does, CMAKE_CUDA_COMPILER and CMAKE_CUDA_HOST_COMPILER are used).
@@ -386,6 +386,15 @@ function(fatpack_add_kernels target)
 
   set(package "${out_dir}/${name}.fpk")
   string(MAKE_C_IDENTIFIER "${name}" symbol)
+  # The generated file's symbols (`fatpack embed --symbol`): the package name as a C identifier, at
+  # most 48 characters of it, and a hash of target and name. Names are outside input: MAKE_C_IDENTIFIER
+  # leaves only [A-Za-z0-9_], and the hash keeps names that map to the same identifier ("a-b" and
+  # "a_b", or one package name used by two static libraries of one program) from defining one symbol
+  # twice. Stable across build trees (no paths in it).
+  string(SUBSTRING "${symbol}" 0 48 embed_symbol)
+  string(SHA256 embed_hash "${target}\n${name}")
+  string(SUBSTRING "${embed_hash}" 0 12 embed_hash)
+  set(embed_symbol "${embed_symbol}_${embed_hash}")
   set(embed "${out_dir}/${name}.fatpack.cpp")
   add_custom_command(OUTPUT "${package}"
     COMMAND ${tool} pack -o "${package}" --name "${name}" ${codec_args} ${inputs}
@@ -393,7 +402,7 @@ function(fatpack_add_kernels target)
     COMMENT "fatpack: pack ${name}.fpk (${target})"
     VERBATIM)
   add_custom_command(OUTPUT "${embed}"
-    COMMAND ${tool} embed -o "${embed}" --symbol "${symbol}" "${package}"
+    COMMAND ${tool} embed -o "${embed}" --symbol "${embed_symbol}" "${package}"
     DEPENDS "${package}" ${tool_depends}
     COMMENT "fatpack: embed ${name}.fpk (${target})"
     VERBATIM)
@@ -408,6 +417,15 @@ function(fatpack_add_kernels target)
   set_source_files_properties("${embed}" TARGET_DIRECTORY ${target}
     PROPERTIES GENERATED TRUE OBJECT_DEPENDS "${package}")
   target_sources(${target} PRIVATE "${embed}")
+  if(type STREQUAL "STATIC_LIBRARY")
+    # Nothing references the generated object, so a linker would leave its archive member out. Every
+    # link that uses this library (CMake passes INTERFACE_LINK_OPTIONS on through other static
+    # libraries, PRIVATE ones too) asks for the member's record symbol as undefined from the start
+    # (-u), which pulls the member in; the consumer does nothing. Chosen over an object library or
+    # INTERFACE_SOURCES: a link option is a plain string, so it needs no language and survives
+    # install(EXPORT) of the library, where a source path would point into this build tree.
+    target_link_options(${target} INTERFACE "LINKER:-u,fatpack_pkg_${embed_symbol}_record")
+  endif()
 
   set_property(TARGET ${target} APPEND PROPERTY FATPACK_PACKAGES "${name}")
   set_property(TARGET ${target} APPEND PROPERTY FATPACK_PACKAGE_FILES "${package}")

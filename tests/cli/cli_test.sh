@@ -299,7 +299,10 @@ CPP
   run 0 g++ -std=c++17 -O2 -fPIE -pie -Wl,--gc-sections main.cpp e.cpp -o app
   run 0 ./app
   expect_in out.txt "^embedded_demo 52504b46 1 $(stat -c %s e.fpk) 0$"
-  expect_in out.txt "records 1 registered 1"
+  # No constructor registers it any more: the runtime finds the record through the note.
+  expect_in out.txt "records 1 registered 0"
+  run 0 readelf -nW app
+  expect_in out.txt "^ *fatpack +0x00000008"
   # The tool finds the package inside the executable by its magic.
   run 0 "$fatpack" inspect app
   expect_in out.txt "package 'embedded_demo'"
@@ -312,6 +315,8 @@ CPP
   run 0 g++ -std=c++17 main.cpp e_s.o -o app_s
   run 0 ./app_s
   expect_in out.txt "records 1 registered 0"
+  run 0 readelf -nW app_s
+  expect_in out.txt "^ *fatpack +0x00000008"
   # The generated file changes when the package changes (so dependent objects rebuild).
   cp e.cpp e.before.cpp
   run 0 "$fatpack" pack -o e.fpk --name embedded_demo "${cubins[0]}"
