@@ -4,8 +4,8 @@
 // current context, and prints one line "ok <case>" or "FAIL ...".
 //
 //   docs      the launch snippet of docs/runtime.md §1, compiled from the document itself
-//             (docs_launch_snippet.inc, extracted at configure time): load, function, cuLaunchKernel
-//             succeed on a thread that had no context
+//             (docs_launch_snippet.inc, extracted at configure time): load, the typed kernel and its
+//             launch succeed on a thread that had no context
 //   primary   no current context -> the device's primary context, which is current after the load
 //   own       an application's own context (cuCtxCreate) current -> the module is loaded there, the
 //             context is still current after, the kernel launches in it
@@ -33,6 +33,23 @@
 //             CUfunction, and through its function) in a context made before the load, one made after,
 //             the primary context, and the first again after another was destroyed; the second device
 //             gets its own library and entry
+//   typed     module::kernel<Args...>: the arguments checked against the kernel's parameters (typed.cu's
+//             mix: a pointer, a char, a double, an int, a pointer), the launch in the module's context
+//             from a thread where another context is current (which stays current); on the fake the
+//             parameter bytes the driver read are compared with the arguments, on a GPU affine runs
+//   typed-cost  the time of a typed launch and of cuLaunchKernel of the same function (printed)
+//   typed-errors  a wrong count, a wrong size (an int where a pointer is) and a wrong offset (two ints
+//             where a double is) are errors naming the argument, offsets, sizes, kernel, module,
+//             package, device and driver
+//   globals   set_global / get_global round trip of a __constant__ struct, global() address and size,
+//             a host object of another size refused (naming the variable and both sizes), an
+//             unknown name; the same through a library in two contexts; the C API
+//   variant   per device: exact SASS, lower-minor SASS (sm_80 on CC 8.6: FAKECUDA_DEVICES=90,86), `a`
+//             SASS (sm_90a on CC 9.0), PTX through the JIT (with its ISA); per kernel; the C API
+//   no-param-info (--no-param-info, with FAKECUDA_MISSING=cuFuncGetParamInfo,cuKernelGetParamInfo) a
+//             driver older than CUDA 12.4: the package's PTX .param list is the check (module and
+//             library); a SASS-only package: typed kernels are made unchecked, say so, and so do
+//             their launch errors
 //   no-id     (--no-ctx-id, with FAKECUDA_MISSING=cuCtxGetId,cuLibraryLoadData) a driver without
 //             cuCtxGetId: primary contexts work and are shared; a load from an own context is refused
 //             with a clear error; load_library and fatpackLibraryLoadData without cuLibraryLoadData
@@ -40,7 +57,7 @@
 //
 // On a real GPU the kernels run: vadd over 2^20 floats, checked against the CPU.
 //
-// Usage: fatpack_context_test [--no-ctx-id] [ARTIFACTS_DIR]
+// Usage: fatpack_context_test [--no-ctx-id | --no-param-info] [ARTIFACTS_DIR]
 #include "gpu_support.hpp"
 
 #include "fatpack/fatpack.h"
@@ -49,9 +66,11 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -110,6 +129,22 @@ int fake_stat(const char* name) {
   void* h = dlopen(fatpack::driver_library().c_str(), RTLD_NOW | RTLD_NOLOAD);
   auto f = h ? reinterpret_cast<int (*)()>(dlsym(h, name)) : nullptr;
   return f ? f() : -1;
+}
+// The parameter bytes the fake driver read at the last launch (empty on a real driver).
+std::vector<unsigned char> fake_last_params() {
+  if (!g_fake) return {};
+  void* h = dlopen(fatpack::driver_library().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  auto f = h ? reinterpret_cast<int (*)(void*, int)>(dlsym(h, "fakecuda_last_launch_params")) : nullptr;
+  if (!f) return {};
+  std::vector<unsigned char> out(static_cast<std::size_t>(f(nullptr, 0)));
+  f(out.data(), static_cast<int>(out.size()));
+  return out;
+}
+template <class T>
+T at(const std::vector<unsigned char>& bytes, std::size_t offset) {
+  T v{};
+  if (offset + sizeof(T) <= bytes.size()) std::memcpy(&v, bytes.data() + offset, sizeof(T));
+  return v;
 }
 int fake_modules_in(CUcontext c) {
   if (!g_fake) return 0;
@@ -226,26 +261,28 @@ void per_device_own_context(int ndev, const std::function<void(int, const fatpac
 }
 
 // The launch snippet of docs/runtime.md §1, verbatim (docs_launch_snippet.inc). Its undeclared names
-// are given here; cuLaunchKernel is the loaded driver's.
+// are given here.
 int docs_snippet(CUresult& launched) {
-  const auto cuLaunchKernel = cu.launch;
-  CUdeviceptr a = 0, b = 0, c = 0;
+  float *a = nullptr, *b = nullptr, *c = nullptr;
   int n = g_fake ? 256 : 0;  // on a GPU no thread touches the (null) pointers
   unsigned grid = 1;
   CUstream stream = nullptr;
 #include "docs_launch_snippet.inc"
-  launched = r;
-  if (r == CUDA_SUCCESS) launched = cu.sync();  // the launch ran (on a GPU)
+  launched = s ? CUDA_SUCCESS : static_cast<CUresult>(s.error().cuda_status ? s.error().cuda_status : CUDA_ERROR_UNKNOWN);
+  if (!s) std::printf("  launch: %s\n", s.error().what());
+  if (s) launched = cu.sync();  // the launch ran (on a GPU)
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool no_ctx_id = false;
+  bool no_ctx_id = false, no_param_info = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--no-ctx-id")
       no_ctx_id = true;
+    else if (std::string(argv[i]) == "--no-param-info")
+      no_param_info = true;
     else
       g_artifacts = argv[i];
   }
@@ -280,6 +317,56 @@ int main(int argc, char** argv) {
   add_package("docs", files, "vadd");
   add_package("ctx", files, "ctx_vadd");
   add_package("mixed", {"vadd.sm_90.cubin", "vadd.compute_80.ptx"}, "ctx_mixed");
+  // typed.cu (typed launches, globals, variants).
+  add_package("typed", {"typed.sm_80.cubin", "typed.sm_90.cubin", "typed.compute_80.ptx"});
+  add_package("typed_a", {"typed.sm_90a.cubin", "typed.compute_80.ptx"});
+  add_package("typed_ptx", {"typed.compute_80.ptx"});
+  add_package("typed_sass", {"typed.sm_90.cubin"});  // no PTX
+
+  if (no_param_info) {
+    run_case("no-param-info: without cuFuncGetParamInfo the package's PTX .param list is the check", [] {
+      auto m = load("typed");  // sm_90 SASS loaded; the package has compute_80 PTX of the module
+      auto ok = m.kernel<const float*, char, double, int, float*>("mix");
+      EXPECT(ok && ok->checked() && has(ok->check_note(), ".param list") && has(ok->check_note(), "cuFuncGetParamInfo"),
+             "mix: %s", ok ? ok->check_note().c_str() : ok.error().what());
+      auto wrong = m.kernel<const float*, char, double, int>("mix");
+      EXPECT(!wrong && wrong.error().code == fatpack::errc::invalid_argument &&
+                 has(wrong.error().message, "takes 5 parameters, 4 arguments were given") &&
+                 has(wrong.error().message, "PTX"),
+             "wrong count: %s", wrong ? "accepted" : wrong.error().what());
+      if (!wrong) std::printf("  %s\n", wrong.error().message.c_str());
+      auto lib = fatpack::load_library("typed");
+      EXPECT(lib.has_value(), "load_library: %s", lib ? "" : lib.error().what());
+      if (lib) {
+        auto lk = lib->kernel<const float*, float*, int>("affine");
+        EXPECT(!lk && has(lk.error().message, "takes 2 parameters"), "library: %s", lk ? "accepted" : lk.error().what());
+      }
+    });
+    run_case("no-param-info: no PTX in the package either: unchecked, and it says so", [] {
+      auto m = load("typed_sass");
+      auto k = m.kernel<const float*, char, double, int>("mix");  // one argument short: nothing can tell
+      EXPECT(k.has_value(), "kernel<...>(mix): %s", k ? "" : k.error().what());
+      if (k) {
+        EXPECT(!k->checked(), "checked without cuFuncGetParamInfo");
+        EXPECT(has(k->check_note(), "cuFuncGetParamInfo") && has(k->check_note(), "has no PTX") &&
+                   has(k->check_note(), "could not be checked"),
+               "note: %s", k->check_note().c_str());
+        // A launch the driver refuses (a block of 2048 threads): its error carries the note.
+        auto s = k->launch(1, 2048, 0, nullptr, nullptr, 'x', 1.0, 0);
+        EXPECT(!s && has(s.error().message, "could not be checked") && has(s.error().message, "kernel 'mix'"),
+               "launch error: %s", s ? "none" : s.error().what());
+        if (!s) std::printf("  %s\n", s.error().message.c_str());
+      }
+      auto lib = fatpack::load_library("typed_sass");
+      if (lib) {
+        auto lk = lib->kernel<const float*, float*>("affine");
+        EXPECT(lk && !lk->checked() && has(lk->check_note(), "cuKernelGetParamInfo"), "library: %s",
+               lk ? lk->check_note().c_str() : lk.error().what());
+      }
+    });
+    std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+    return g_failures ? 1 : 0;
+  }
 
   if (no_ctx_id) {
     run_case("no-id: primary contexts work and are shared", [] {
@@ -326,7 +413,7 @@ int main(int argc, char** argv) {
     EXPECT(current() == nullptr, "the thread starts with a context");
     CUresult launched = CUDA_ERROR_UNKNOWN;
     EXPECT(docs_snippet(launched) == 0, "the snippet returned early");
-    EXPECT(launched == CUDA_SUCCESS, "cuLaunchKernel after load_module: CUresult %d", static_cast<int>(launched));
+    EXPECT(launched == CUDA_SUCCESS, "the typed launch after load_module: CUresult %d", static_cast<int>(launched));
   });
 
   run_case("primary: no current context -> the device's primary context, current after the load", [] {
@@ -785,6 +872,285 @@ int main(int argc, char** argv) {
     }
     lib->reset();
     cu.ctx_destroy(before);
+  });
+
+  run_case("typed: a module's kernel with its argument types, checked once, launched in the module's context", [] {
+    auto m = load("typed");
+    CUcontext other = nullptr;
+    EXPECT(cu.ctx_create(&other, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");  // current now: not the module's
+    auto k = m.kernel<const float*, char, double, int, float*>("mix");
+    EXPECT(k.has_value(), "kernel<...>(mix): %s", k ? "" : k.error().what());
+    if (k) {
+      EXPECT(k->checked(), "not checked: %s", k->check_note().c_str());
+      // The parameters came from the driver (cuFuncGetParamInfo, asked for with the CUDA 12.4 ABI
+      // that introduced it), not from the package's PTX.
+      EXPECT(k->check_note().empty(), "not checked by the driver: %s", k->check_note().c_str());
+      EXPECT(k->name() == "mix", "name %s", k->name().c_str());
+      const float* a = nullptr;
+      float* out = reinterpret_cast<float*>(static_cast<std::uintptr_t>(0x1000));  // never touched: n = 0 on a GPU
+      const int n = g_fake ? 7 : 0;
+      auto s = k->launch(fatpack::dims(1), fatpack::dims(32), 0, nullptr, a, 'x', 2.5, n, out);
+      EXPECT(s.ok(), "launch: %s", s ? "" : s.error().what());
+      EXPECT(current() == other, "the launch changed the current context");
+      if (g_fake) {
+        // What the driver read, at the kernel's offsets 0, 8, 16, 24, 32.
+        const auto p = fake_last_params();
+        EXPECT(p.size() == 40, "parameter buffer of %zu bytes", p.size());
+        EXPECT(at<char>(p, 8) == 'x' && at<double>(p, 16) == 2.5 && at<int>(p, 24) == 7 &&
+                   at<std::uintptr_t>(p, 32) == 0x1000,
+               "the kernel would read other values");
+      } else {
+        EXPECT(cu.sync() == CUDA_SUCCESS, "cuCtxSynchronize");
+      }
+    }
+    EXPECT(cu.ctx_destroy(other) == CUDA_SUCCESS, "cuCtxDestroy");
+  });
+
+  run_case("typed-cost: a typed launch against cuLaunchKernel of the same function (printed, not checked)", [] {
+    auto m = load("typed");
+    auto k = m.kernel<const float*, char, double, int, float*>("mix");
+    auto f = m.function("mix");
+    if (!k || !f) {
+      EXPECT(false, "mix: %s", k ? f.error().what() : k.error().what());
+      return;
+    }
+    const float* a = nullptr;
+    float* out = nullptr;
+    char c = 'x';
+    double d = 1.0;
+    int n = 0;
+    void* args[] = {&a, &c, &d, &n, &out};
+    const int rounds = 2000;
+    auto time_it = [&](auto&& launch) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < rounds; ++i) launch();
+      if (!g_fake) cu.sync();
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / rounds;
+    };
+    for (int pass = 0; pass < 2; ++pass) {  // the first pass warms up
+      const double raw = time_it([&] { cu.launch(*f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr); });
+      const double typed = time_it([&] { (void)k->launch(1, 32, 0, nullptr, a, c, d, n, out); });
+      if (pass == 1)
+        std::printf("  per launch (%d launches%s): cuLaunchKernel %.3f us, typed launch %.3f us\n", rounds,
+                    g_fake ? ", fake driver" : "", raw, typed);
+    }
+  });
+
+  run_case("typed-errors: a wrong count, size or offset names the argument, kernel, module, package, device and driver",
+           [] {
+    auto m = load("typed");
+    auto names_all = [](const fatpack::error& e) {
+      EXPECT(e.code == fatpack::errc::invalid_argument, "code %s", fatpack::errc_name(e.code));
+      for (const char* part : {"kernel 'mix'", "module 'typed'", "package 'typed'", "device 0"})
+        EXPECT(has(e.message, part), "no %s in: %s", part, e.message.c_str());
+      EXPECT(has(e.message, fatpack::driver_library()), "no driver in: %s", e.message.c_str());
+      std::printf("  %s\n", e.message.c_str());
+    };
+    auto count = m.kernel<const float*, char, double, int>("mix");
+    EXPECT(!count, "4 arguments accepted for 5 parameters");
+    if (!count) {
+      names_all(count.error());
+      EXPECT(has(count.error().message, "takes 5 parameters, 4 arguments were given"), "%s", count.error().what());
+    }
+    auto size = m.kernel<const float*, char, double, int, int>("mix");  // an int where a pointer is
+    EXPECT(!size, "an int accepted for a pointer");
+    if (!size) {
+      names_all(size.error());
+      EXPECT(has(size.error().message, "argument 5 of 5: the kernel's parameter is 8 bytes at offset 32, the argument "
+                                       "given is 4 bytes at offset 28"),
+             "%s", size.error().what());
+    }
+    struct two_ints {
+      int a, b;
+    };
+    auto offset = m.kernel<const float*, char, two_ints, int, float*>("mix");  // 8 bytes, but 4-aligned
+    EXPECT(!offset, "two ints accepted for a double");
+    if (!offset) {
+      names_all(offset.error());
+      EXPECT(has(offset.error().message, "argument 3 of 5: the kernel's parameter is 8 bytes at offset 16, the "
+                                         "argument given is 8 bytes at offset 12"),
+             "%s", offset.error().what());
+    }
+    auto missing = m.kernel<int>("no_such_kernel");
+    EXPECT(!missing && missing.error().code == fatpack::errc::not_found, "no_such_kernel: %s",
+           missing ? "found" : missing.error().what());
+    auto lib = fatpack::load_library("typed");
+    if (lib) {
+      auto wrong = lib->kernel<const float*, float*, int>("affine");
+      EXPECT(!wrong && wrong.error().code == fatpack::errc::invalid_argument &&
+                 has(wrong.error().message, "takes 2 parameters, 3 arguments were given"),
+             "library: %s", wrong ? "accepted" : wrong.error().what());
+    }
+  });
+
+  run_case("typed library: its kernel launches in the current context, else the primary one", [] {
+    auto lib = fatpack::load_library("typed");
+    EXPECT(lib.has_value(), "load_library: %s", lib ? "" : lib.error().what());
+    if (!lib) return;
+    auto k = lib->kernel<const float*, char, double, int, float*>("mix");
+    EXPECT(k && k->checked() && k->check_note().empty(), "kernel<...>(mix): %s",
+           k ? k->check_note().c_str() : k.error().what());
+    if (!k) return;
+    const float* a = nullptr;
+    float* out = nullptr;
+    EXPECT(current() == nullptr, "the thread starts with a context");
+    auto s = k->launch(1, 32, 0, nullptr, a, 'y', -1.0, 0, out);  // no context: the primary one
+    EXPECT(s.ok(), "launch without a context: %s", s ? "" : s.error().what());
+    EXPECT(current() == nullptr, "the launch left a context current");
+    CUcontext own = nullptr;
+    EXPECT(cu.ctx_create(&own, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+    s = k->launch(1, 32, 0, nullptr, a, 'y', -1.0, 0, out);  // in the application's context
+    EXPECT(s.ok(), "launch in an own context: %s", s ? "" : s.error().what());
+    if (g_fake) EXPECT(fake_modules_in(own) == 1, "the kernel did not run in the current context");
+    EXPECT(current() == own, "the launch changed the current context");
+    if (!g_fake) EXPECT(cu.sync() == CUDA_SUCCESS, "cuCtxSynchronize");
+    EXPECT(cu.ctx_destroy(own) == CUDA_SUCCESS, "cuCtxDestroy");
+  });
+
+  run_case("globals: set/get round trip, sizes checked, through a module, a library and the C API", [] {
+    struct affine_params {  // typed.cu's c_affine
+      float scale, offset;
+      int count;
+    };
+    const int n = g_fake ? 256 : 1 << 16;
+    auto m = load("typed");
+    auto g = m.global("c_affine");
+    EXPECT(g && g->size == sizeof(affine_params) && g->address != 0, "global(c_affine): %s",
+           g ? "wrong size or address" : g.error().what());
+    const affine_params want{2.0f, -1.0f, n};
+    auto s = m.set_global("c_affine", want);
+    EXPECT(s.ok(), "set_global: %s", s ? "" : s.error().what());
+    auto got = m.get_global<affine_params>("c_affine");
+    EXPECT(got && got->scale == 2.0f && got->offset == -1.0f && got->count == n, "get_global: %s",
+           got ? "other values" : got.error().what());
+    auto zero = m.get_global<unsigned>("d_launches");
+    EXPECT(zero && *zero == 0, "d_launches before any launch: %s", zero ? std::to_string(*zero).c_str() : zero.error().what());
+    auto wrong = m.set_global("c_affine", 1.0f);
+    EXPECT(!wrong, "a 4-byte host object accepted for a 12-byte variable");
+    if (!wrong) {
+      const auto& e = wrong.error();
+      EXPECT(e.code == fatpack::errc::invalid_argument, "code %s", fatpack::errc_name(e.code));
+      for (const char* part : {"global 'c_affine'", "is 12 bytes", "host object 4 bytes", "package 'typed'", "device 0"})
+        EXPECT(has(e.message, part), "no %s in: %s", part, e.message.c_str());
+      EXPECT(has(e.message, fatpack::driver_library()), "no driver in: %s", e.message.c_str());
+      std::printf("  %s\n", e.message.c_str());
+    }
+    auto none = m.global("no_such_variable");
+    EXPECT(!none && none.error().code == fatpack::errc::not_found && has(none.error().message, "no_such_variable"),
+           "no_such_variable: %s", none ? "found" : none.error().what());
+    if (!g_fake) {
+      // affine reads c_affine: y = 2x - 1 over n elements, once.
+      auto k = m.kernel<const float*, float*>("affine");
+      EXPECT(k.has_value(), "kernel<...>(affine): %s", k ? "" : k.error().what());
+      std::vector<float> hx(n), hy(n, 0.f);
+      for (int i = 0; i < n; ++i) hx[i] = static_cast<float>(i % 1000) * 0.25f;
+      CUdeviceptr x = 0, y = 0;
+      const std::size_t bytes = n * sizeof(float);
+      cu.set_current(m.context());
+      EXPECT(cu.mem_alloc(&x, bytes) == CUDA_SUCCESS && cu.mem_alloc(&y, bytes) == CUDA_SUCCESS, "cuMemAlloc");
+      EXPECT(cu.htod(x, hx.data(), bytes) == CUDA_SUCCESS, "cuMemcpyHtoD");
+      if (k) {
+        auto ls = k->launch((n + 255) / 256, 256, 0, nullptr, reinterpret_cast<const float*>(x), reinterpret_cast<float*>(y));
+        EXPECT(ls.ok(), "launch: %s", ls ? "" : ls.error().what());
+        EXPECT(cu.sync() == CUDA_SUCCESS, "cuCtxSynchronize");
+        EXPECT(cu.dtoh(hy.data(), y, bytes) == CUDA_SUCCESS, "cuMemcpyDtoH");
+        int bad = 0;
+        for (int i = 0; i < n; ++i) bad += hy[i] != hx[i] * 2.0f - 1.0f;
+        EXPECT(bad == 0, "affine: %d of %d wrong", bad, n);
+        auto launches = m.get_global<unsigned>("d_launches");
+        EXPECT(launches && *launches == 1, "d_launches after one launch: %s",
+               launches ? std::to_string(*launches).c_str() : launches.error().what());
+      }
+      cu.mem_free(x);
+      cu.mem_free(y);
+      cu.set_current(nullptr);
+    }
+    // A library's variables, per context: set in one, read back there; another context has its own.
+    auto lib = fatpack::load_library("typed");
+    EXPECT(lib.has_value(), "load_library: %s", lib ? "" : lib.error().what());
+    if (lib) {
+      CUcontext c1 = nullptr, c2 = nullptr;
+      EXPECT(cu.ctx_create(&c1, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 1");
+      EXPECT(lib->set_global("c_affine", want).ok(), "library set_global");
+      auto back = lib->get_global<affine_params>("c_affine");
+      EXPECT(back && back->count == n, "library get_global: %s", back ? "other values" : back.error().what());
+      auto g1 = lib->global("c_affine");
+      EXPECT(cu.ctx_create(&c2, 0, 0) == CUDA_SUCCESS, "cuCtxCreate 2");
+      auto g2 = lib->global("c_affine");
+      auto fresh = lib->get_global<affine_params>("c_affine");
+      EXPECT(g1 && g2 && g1->address != g2->address, "one address in two contexts");
+      EXPECT(fresh && fresh->count == 0, "the second context sees the first one's value");
+      EXPECT(current() == c2, "the library's globals changed the current context");
+      cu.ctx_destroy(c2);
+      cu.ctx_destroy(c1);
+    }
+    // The C API.
+    fatpack_module* cm = nullptr;
+    EXPECT(fatpack_load_module("typed", "typed", 0, &cm) == FATPACK_OK, "%s", fatpack_last_error());
+    if (cm) {
+      unsigned long long address = 0;
+      size_t size = 0;
+      EXPECT(fatpack_module_global(cm, "c_affine", &address, &size) == FATPACK_OK && address && size == 12,
+             "fatpack_module_global: %s", fatpack_last_error());
+      affine_params v{3.0f, 4.0f, 5}, r{};
+      EXPECT(fatpack_module_set_global(cm, "c_affine", &v, sizeof v) == FATPACK_OK, "%s", fatpack_last_error());
+      EXPECT(fatpack_module_get_global(cm, "c_affine", &r, sizeof r) == FATPACK_OK && r.count == 5 && r.scale == 3.0f,
+             "fatpack_module_get_global: %s", fatpack_last_error());
+      EXPECT(fatpack_module_set_global(cm, "c_affine", &v, 4) == FATPACK_ERROR_INVALID_ARGUMENT &&
+                 has(fatpack_last_error(), "c_affine"),
+             "C size mismatch: %s", fatpack_last_error());
+      fatpack_module_release(cm);
+    }
+  });
+
+  run_case("variant: exact, lower-minor, `a` SASS or PTX through the JIT, per device and per kernel", [ndev] {
+    for (int d = 0; d < ndev; ++d) {
+      const auto info = fatpack::device(d).value();
+      // typed: sm_80, sm_90 SASS + compute_80 PTX; typed_a: sm_90a SASS + PTX; typed_ptx: PTX only.
+      auto expect_kind = [&](const char* module, fatpack::variant_kind want, const char* target) {
+        auto m = load(module, d);
+        const fatpack::code_variant v = m.variant();
+        EXPECT(v.kind == want && v.target == target && v.device_arch == info.arch, "device %d, %s: %s %s", d, module,
+               fatpack::variant_kind_name(v.kind), v.target.c_str());
+        if (want == fatpack::variant_kind::ptx_jit)
+          EXPECT(!v.ptx_isa.empty() && v.arch == 80, "PTX ISA '%s', arch %u", v.ptx_isa.c_str(), v.arch);
+        else
+          EXPECT(v.ptx_isa.empty(), "a SASS variant with PTX ISA %s", v.ptx_isa.c_str());
+        auto per_kernel = m.variant("affine");
+        EXPECT(per_kernel && per_kernel->kind == v.kind && per_kernel->target == v.target, "per kernel: %s",
+               per_kernel ? "another variant" : per_kernel.error().what());
+        EXPECT(!m.variant("no_such_kernel"), "a variant for a kernel the module does not have");
+        std::printf("  device %d (CC %d.%d), %s: %s (%s%s%s)\n", d, info.cc_major, info.cc_minor, module,
+                    fatpack::variant_kind_name(v.kind), v.target.c_str(), v.ptx_isa.empty() ? "" : ", PTX ISA ",
+                    v.ptx_isa.c_str());
+      };
+      using vk = fatpack::variant_kind;
+      if (info.arch == 90 || info.arch == 80) expect_kind("typed", vk::exact_sass, info.arch == 90 ? "sm_90" : "sm_80");
+      if (info.cc_major == 8 && info.arch != 80) expect_kind("typed", vk::lower_minor_sass, "sm_80");
+      if (info.arch == 90) expect_kind("typed_a", vk::arch_specific_sass, "sm_90a");
+      else expect_kind("typed_a", vk::ptx_jit, "compute_80");
+      expect_kind("typed_ptx", vk::ptx_jit, "compute_80");
+    }
+    fatpack_module* cm = nullptr;
+    EXPECT(fatpack_load_module("typed_ptx", "typed_ptx", 0, &cm) == FATPACK_OK, "%s", fatpack_last_error());
+    if (cm) {
+      fatpack_variant v = FATPACK_VARIANT_INIT;
+      EXPECT(fatpack_module_variant(cm, NULL, &v) == FATPACK_OK && v.kind == FATPACK_VARIANT_PTX_JIT &&
+                 std::string(v.target) == "compute_80" && v.ptx_isa[0],
+             "fatpack_module_variant: %s (%s)", fatpack_last_error(), fatpack_variant_kind_name(v.kind));
+      EXPECT(fatpack_module_variant(cm, "no_such_kernel", &v) == FATPACK_ERROR_NOT_FOUND, "C: unknown kernel");
+      fatpack_module_release(cm);
+    }
+    fatpack::module empty;
+    EXPECT(empty.variant().kind == fatpack::variant_kind::none, "an empty handle's variant");
+    fatpack::typed_kernel<int> none;
+    EXPECT(!none.valid() && !none.checked() && none.name().empty() && none.check_note().empty() &&
+               none.variant().kind == fatpack::variant_kind::none,
+           "an empty typed kernel");
+    auto s = none.launch(1, 1, 0, nullptr, 0);
+    EXPECT(!s && s.error().code == fatpack::errc::invalid_argument, "launch of an empty typed kernel");
+    auto g = empty.global("c_affine");
+    EXPECT(!g && g.error().code == fatpack::errc::invalid_argument, "global() of an empty handle");
   });
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);

@@ -156,6 +156,48 @@ FATPACK_API const char* fatpack_module_report(const fatpack_module* module);
 /* Whether the loaded entry came through the JIT (1) or was SASS (0). */
 FATPACK_API int fatpack_module_jit(const fatpack_module* module);
 
+/* Which code a module loaded (the numbers of fatpack::variant_kind). */
+typedef enum fatpack_variant_kind {
+  FATPACK_VARIANT_NONE = 0,
+  FATPACK_VARIANT_EXACT_SASS = 1,          /* SASS for exactly the device's CC */
+  FATPACK_VARIANT_LOWER_MINOR_SASS = 2,    /* SASS of the same major, lower minor (sm_80 on CC 8.6) */
+  FATPACK_VARIANT_ARCH_SPECIFIC_SASS = 3,  /* `a` SASS (sm_90a) */
+  FATPACK_VARIANT_FAMILY_SASS = 4,         /* `f` SASS (sm_100f) */
+  FATPACK_VARIANT_PTX_JIT = 5              /* PTX compiled by the JIT for the device */
+} fatpack_variant_kind;
+
+typedef struct fatpack_variant {
+  size_t struct_size;     /* set by the caller: sizeof(fatpack_variant) (FATPACK_VARIANT_INIT) */
+  int kind;               /* a fatpack_variant_kind */
+  unsigned arch;          /* the entry's architecture: 80 for sm_80 and compute_80 */
+  unsigned device_arch;   /* the device's CC, major*10+minor */
+  char target[32];        /* "sm_90", "sm_90a", "compute_80" */
+  char ptx_isa[16];       /* PTX: "9.0"; "" for SASS */
+} fatpack_variant;
+static inline fatpack_variant fatpack_variant_init(void) {
+  fatpack_variant v = FATPACK_ZERO_INIT_;
+  v.struct_size = sizeof v;
+  return v;
+}
+#define FATPACK_VARIANT_INIT fatpack_variant_init()
+
+/* The variant the module runs (kernel NULL), or the kernel's (its module's, after looking it up:
+ * FATPACK_ERROR_NOT_FOUND when the module has no such kernel). out->struct_size as for
+ * fatpack_get_device_info. */
+FATPACK_API fatpack_status fatpack_module_variant(const fatpack_module* module, const char* kernel, fatpack_variant* out);
+/* "exact SASS", "lower-minor SASS", "arch-specific SASS", "family SASS", "PTX through the JIT", "none". */
+FATPACK_API const char* fatpack_variant_kind_name(int kind);
+
+/* A __constant__ / __device__ variable: its device address (a CUdeviceptr) and size (either may be
+ * NULL); set/get copy `size` bytes from/to host memory in the module's context after checking that
+ * `size` is the variable's size (FATPACK_ERROR_INVALID_ARGUMENT naming both otherwise). */
+FATPACK_API fatpack_status fatpack_module_global(const fatpack_module* module, const char* name,
+                                                 unsigned long long* address, size_t* size);
+FATPACK_API fatpack_status fatpack_module_set_global(const fatpack_module* module, const char* name, const void* data,
+                                                     size_t size);
+FATPACK_API fatpack_status fatpack_module_get_global(const fatpack_module* module, const char* name, void* data,
+                                                     size_t size);
+
 /* Queues background compiles of every module every device needs (device -1: all devices) and
  * returns at once; fatpack_warm_wait() waits for everything queued so far. */
 FATPACK_API fatpack_status fatpack_warm_all(int device);
