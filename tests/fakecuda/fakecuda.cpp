@@ -1212,7 +1212,7 @@ CUresult library_module(fake_library* lib, fake_module** out) {
   fake_ctx* ctx = current();
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if (!alive(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  if (k->lib->unloaded) {
+  if (lib->unloaded) {
     ++g_stale_uses;
     return CUDA_ERROR_INVALID_HANDLE;
   }
