@@ -32,6 +32,10 @@
 // Static settings (devices, version) are read once; the failure knobs on every call, so a test can
 // switch them between loads.
 //
+// Kernels are found by their symbol only (cuModuleGetFunction, cuLibraryGetKernel), as the real
+// driver finds them: the mangled name for C++ kernels; entry functions of a cubin count whether their
+// symbol is global or local (anonymous namespace, `static`), those of PTX by their `.entry` lines.
+//
 // Contexts, as the real driver has them (issue 11): every context has an id (cuCtxGetId, unique for
 // the process); cuCtxCreate makes a context and pushes it; cuCtxDestroy destroys it and every module
 // loaded in it. A destroyed context's memory is reused by the next cuCtxCreate, so its CUcontext
@@ -461,7 +465,9 @@ cubin_info parse_cubin(const std::uint8_t* p) {
       const std::uint8_t* str = p + get<std::uint64_t>(sh(link), 24);
       for (std::uint64_t k = 24; k + 24 <= size; k += 24) {
         const std::uint8_t* s = p + off + k;
-        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) == 1 /* GLOBAL */ && (s[5] & 0x10))
+        // Entry functions, global or local (a kernel in an anonymous namespace or `static`: the
+        // real driver finds those by name too).
+        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) <= 1 /* LOCAL, GLOBAL */ && (s[5] & 0x10))
           info.kernels.emplace_back(reinterpret_cast<const char*>(str + get<std::uint32_t>(s, 0)));
       }
     }
