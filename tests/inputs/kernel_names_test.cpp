@@ -199,6 +199,13 @@ TEST_CASE("kernel names: hostile names never crash, stay bounded, and do not mat
     CHECK(bad[1].display == "_Z");
     CHECK(bad[4].display.rfind("f<int*", 0) == 0);  // 200 deep, but demangled (c++filt prints it)
   }
+  SUBCASE("a construct the size bound does not model (an expression): demangled only when short") {
+    CHECK(core::describe_kernel("_Z1fILi1EEvPAplT_Li1E_i").display == "f<1>(int (*) [(1)+(1)])");
+    // Over 256 bytes, its nesting is not known to be small: kept mangled (c++filt would print it).
+    const std::string long_name = "_Z300" + std::string(300, 'f') + "ILi1EEvPAplT_Li1E_i";
+    CHECK(core::describe_kernel(long_name).display == long_name);
+    CHECK(core::demangle_symbol("_Z300" + std::string(300, 'f') + "ILi1EEvPii").size() > 300);  // modelled: demangled
+  }
   SUBCASE("huge nesting in a symbol: over the depth bound, kept mangled") {
     std::string deep = "_Z1fI";
     for (int i = 0; i < 4000; ++i) deep += 'P';

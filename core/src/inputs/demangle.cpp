@@ -31,7 +31,7 @@ constexpr u64 k_saturated = u64(1) << 60;
 constexpr int k_max_depth = 256;
 // A name the parser cannot follow is demangled only when short: its depth is then bounded by its
 // length (__cxa_demangle recurses once per level).
-constexpr std::size_t k_max_crude_input = 1024;
+constexpr std::size_t k_max_crude_input = 256;
 
 u64 add(u64 a, u64 b) { return a >= k_saturated || b >= k_saturated || a + b >= k_saturated ? k_saturated : a + b; }
 
