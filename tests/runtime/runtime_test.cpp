@@ -13,6 +13,7 @@
 #include "fatpack/core/package.hpp"
 #include "../../core/src/format/package_layout.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -729,4 +730,31 @@ TEST_CASE("kernels by name: libraries and the C API") {
   CHECK(fatpack_module_function(cm, "mylib::scales", &cf) == FATPACK_ERROR_NOT_FOUND);
   CHECK(std::string(fatpack_last_error()).find("mylib::fill(int volatile*, int const&)") != std::string::npos);
   fatpack_module_release(cm);
+}
+
+TEST_CASE("kernels by name: a symbol missing from the entry's kernel list is still asked of the driver") {
+  auto entries = entries_of("names_short", {"names.sm_90.cubin"});
+  REQUIRE(entries.size() == 1);
+  auto& ks = entries[0].kernels;
+  const auto gone = std::find(ks.begin(), ks.end(), "plain_c");
+  REQUIRE(gone != ks.end());
+  ks.erase(gone);  // the package's list misses a kernel the image has
+  auto bytes = make_package("names_short_pkg", entries);
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "names_short_pkg").ok());
+  auto m = load("names_short", 0);
+  auto f = m.function("plain_c");
+  CHECK_MESSAGE(f.has_value(), (f ? "" : f.error().what()));
+  CHECK(m.function("mylib::scale(float*, float)").has_value());
+  auto none = m.function("not_there");
+  REQUIRE(!none.has_value());
+  CHECK(none.error().code == fatpack::errc::not_found);
+  CHECK(none.error().message.find("the module has no kernel of that name; it has: ") != std::string::npos);
+  // A NUL byte is not cut short into another kernel's name ("plain_c").
+  auto nul = m.function(std::string("plain_c\0x", 9));
+  REQUIRE(!nul.has_value());
+  CHECK(nul.error().code == fatpack::errc::not_found);
+  auto lib = fatpack::load_library("names_short");
+  REQUIRE(lib.has_value());
+  CHECK(lib->kernel("plain_c").has_value());
+  CHECK(lib->kernel("not_there").error().code == fatpack::errc::not_found);
 }

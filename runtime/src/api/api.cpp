@@ -212,6 +212,17 @@ error kernel_error(const detail::module_state& s, std::string_view query, const 
                                 core::list_kernels(detail::kernel_names(s), false));
 }
 
+// The symbol to ask the driver for: the one resolve_kernel found in the entry's kernel list; for a
+// name that is not in the list, the name itself (a list that missed a kernel must not hide one the
+// driver has; when the driver does not know it either, resolve_kernel's error is returned), except
+// a name with a NUL byte, which the driver would read cut short.
+result<std::string> symbol_to_ask(const detail::module_state& s, std::string_view query, result<std::string>& resolved) {
+  resolved = detail::resolve_kernel(s, query);
+  if (resolved) return *resolved;
+  if (resolved.error().code == errc::not_found && query.find('\0') == std::string_view::npos) return std::string(query);
+  return resolved.error();
+}
+
 // Entries of module::function's cache keyed by the caller's spelling: bounded, so that a caller
 // asking with ever new spellings cannot grow it without end (past the bound, lookups still work).
 std::size_t function_cache_limit(const detail::module_state& s) { return 4 * s.kernels.size() + 16; }
@@ -220,11 +231,15 @@ std::size_t function_cache_limit(const detail::module_state& s) { return 4 * s.k
 
 result<cu_kernel> library::kernel(std::string_view name) const {
   if (!state_) return error{errc::invalid_argument, 0, "kernel(): empty library handle", {}};
-  auto symbol = detail::resolve_kernel(*state_, name);
+  result<std::string> resolved = std::string();
+  auto symbol = symbol_to_ask(*state_, name, resolved);
   if (!symbol) return std::move(symbol).error();
   CUkernel k = nullptr;
   CUresult r = state_->drv->cuLibraryGetKernel(&k, state_->lib, symbol->c_str());
-  if (r != CUDA_SUCCESS || !k) return kernel_error(*state_, name, *symbol, "cuLibraryGetKernel", r);
+  if (r != CUDA_SUCCESS || !k) {
+    if (!resolved) return std::move(resolved).error();
+    return kernel_error(*state_, name, *symbol, "cuLibraryGetKernel", r);
+  }
   return k;
 }
 
@@ -253,7 +268,8 @@ result<cu_function> module::function(std::string_view kernel) const {
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.functions.find(name);
   if (it != s.functions.end()) return it->second;
-  auto symbol = detail::resolve_kernel(s, kernel);
+  result<std::string> resolved = std::string();
+  auto symbol = symbol_to_ask(s, kernel, resolved);
   if (!symbol) return std::move(symbol).error();
   CUfunction f = nullptr;
   if (auto known = s.functions.find(*symbol); known != s.functions.end()) {
@@ -264,7 +280,10 @@ result<cu_function> module::function(std::string_view kernel) const {
       detail::scoped_context current(*s.drv, s.ctx.ctx);
       r = s.drv->cuModuleGetFunction(&f, s.mod, symbol->c_str());
     }
-    if (r != CUDA_SUCCESS || !f) return kernel_error(s, kernel, *symbol, "cuModuleGetFunction", r);
+    if (r != CUDA_SUCCESS || !f) {
+      if (!resolved) return std::move(resolved).error();
+      return kernel_error(s, kernel, *symbol, "cuModuleGetFunction", r);
+    }
     s.functions.emplace(*symbol, f);
   }
   if (name != *symbol && s.functions.size() < function_cache_limit(s)) s.functions.emplace(std::move(name), f);

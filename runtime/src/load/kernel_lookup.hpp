@@ -16,7 +16,8 @@
 
 namespace fatpack::detail {
 
-// The symbol of the kernel `query` names. errc::not_found (naming the kernels the module has,
+// The symbol of the kernel `query` names (the callers in api.cpp still ask the driver for a name
+// not in the list, and return this error only when the driver does not know it either). errc::not_found (naming the kernels the module has,
 // demangled; CUDA status CUDA_ERROR_NOT_FOUND, as the driver has for an unknown name), errc::ambiguous (naming every candidate, demangled with its symbol), or
 // errc::invalid_argument (an empty or over-long name); each message names the kernel, module,
 // package, target, device and driver.
