@@ -91,6 +91,15 @@ cuda_calls load_calls() {
     }                                                                            \
   } while (0)
 
+// Pops the context a run pushed, however the run ends.
+struct pop_on_exit {
+  const cuda_calls& cu;
+  ~pop_on_exit() {
+    CUcontext c;
+    cu.pop(&c);
+  }
+};
+
 // Launches vadd and saxpy from `m` on its primary context; compares with the CPU.
 bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   const int n = 1 << 20;
@@ -105,13 +114,7 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   EXPECT(vadd.has_value() && saxpy.has_value(), "kernels missing");
   if (!vadd || !saxpy) return false;
   CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
-  struct pop_on_exit {
-    const cuda_calls& cu;
-    ~pop_on_exit() {
-      CUcontext c;
-      cu.pop(&c);
-    }
-  } popper{cu};
+  pop_on_exit popper{cu};
   const std::size_t bytes = sizeof(float) * n;
   CUdeviceptr da = 0, db = 0, dc = 0, dy = 0;
   CU(cu.mem_alloc(&da, bytes));
@@ -168,13 +171,7 @@ bool run_named_kernels(const cuda_calls& cu, const fatpack::module& m, const fat
     affine_f = reinterpret_cast<CUfunction>(*k);  // cuLaunchKernel takes a CUkernel too
   }
   CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
-  struct pop_on_exit {
-    const cuda_calls& cu;
-    ~pop_on_exit() {
-      CUcontext c;
-      cu.pop(&c);
-    }
-  } popper{cu};
+  pop_on_exit popper{cu};
   const int n = 256;
   std::vector<float> in(n), out(n);
   for (int i = 0; i < n; ++i) in[i] = 0.5f * static_cast<float>(i) - 7.0f;
