@@ -758,3 +758,27 @@ TEST_CASE("kernels by name: a symbol missing from the entry's kernel list is sti
   CHECK(lib->kernel("plain_c").has_value());
   CHECK(lib->kernel("not_there").error().code == fatpack::errc::not_found);
 }
+
+TEST_CASE("kernels by name: threads looking up by C++ name at once share one demangled list") {
+  add("names_thr", "names_t", k_names_entries);
+  auto m = load("names_t", 0);
+  auto lib = fatpack::load_library("names_t");
+  REQUIRE(lib.has_value());
+  const auto want = m.function(k_affine_f).value();
+  const auto want_k = lib->kernel(k_affine_f).value();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        // Several spellings of one name, from every thread at once.
+        const std::string q = (i + t) % 2 ? "mylib::affine<float, 256>" : "mylib::affine<float," + std::string(i % 7, ' ') + "256>";
+        auto f = m.function(q);
+        auto k = lib->kernel(q);
+        if (!f || *f != want || !k || *k != want_k) ++wrong;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  CHECK(wrong.load() == 0);
+}
