@@ -11,7 +11,9 @@
 //       reason and an older PTX is used; the driver's own refusal (cuLinkAddData -> 222) is shown too;
 //   (e) a bare cubin handed in by the application loads and runs;
 //   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent);
-//   (g) kernels by C++ name (tests/kernels/names.cu, SASS and PTX, module and library): the real
+//   (g) a PTX entry that records -maxrregcount=32 (regs.cu, about 130 registers without it) is
+//       compiled within 32 registers (CU_FUNC_ATTRIBUTE_NUM_REGS), through cuLink and nvJitLink.
+//   (h) kernels by C++ name (tests/kernels/names.cu, SASS and PTX, module and library): the real
 //       driver gets the mangled symbol, and the templated and overloaded kernels compute right.
 // Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
@@ -55,6 +57,7 @@ struct cuda_calls {
   decltype(&::cuDevicePrimaryCtxRetain) retain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) release = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuFuncGetAttribute) func_attribute = nullptr;
 };
 
 template <class F>
@@ -78,6 +81,7 @@ cuda_calls load_calls() {
   get(c.retain, "cuDevicePrimaryCtxRetain");
   get(c.release, "cuDevicePrimaryCtxRelease");
   get(c.device_get, "cuDeviceGet");
+  get(c.func_attribute, "cuFuncGetAttribute");
   return c;
 }
 
@@ -355,13 +359,43 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::printf("\n(g) kernels by C++ name: names.cu's templated and overloaded kernels, SASS, PTX and library\n");
+  std::printf("\n(g) -maxrregcount=32 recorded on a PTX entry reaches the JIT (cuLink, then nvJitLink)\n");
+  {
+    add_package("gpu_regs", {"regs.compute_80.ptx"});
+    add_package("gpu_regs32", {"regs.compute_80.ptx"}, "gpu_regs32", "-maxrregcount=32");
+    auto registers = [&](const char* package) {
+      auto m = load(package);
+      if (!m) return -1;
+      print_report(package, m.report());
+      auto f = m.function("_Z4regsPfPKfi");
+      if (!f) {
+        EXPECT(false, "%s: %s", package, f.error().what());
+        return -1;
+      }
+      int n = -1;
+      CUresult r = cu.func_attribute(&n, CU_FUNC_ATTRIBUTE_NUM_REGS, f.value());
+      EXPECT(r == CUDA_SUCCESS, "cuFuncGetAttribute(NUM_REGS) -> %d", static_cast<int>(r));
+      std::printf("  (g) %s: %d registers via %s\n", package, n, m.report().jit_path.c_str());
+      return n;
+    };
+    const int free_regs = registers("gpu_regs"), limited = registers("gpu_regs32");
+    EXPECT(free_regs > 32, "without options: %d registers (the test needs a kernel above 32)", free_regs);
+    EXPECT(limited > 0 && limited <= 32, "with -maxrregcount=32: %d registers", limited);
+    // The same through nvJitLink: another package name, so nothing is reused from the cuLink load.
+    add_package("gpu_regs32_nvj", {"regs.compute_80.ptx"}, "gpu_regs32_nvj", "-maxrregcount=32");
+    fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
+    const int nvj = registers("gpu_regs32_nvj");
+    fatpack::set_jit_backend(fatpack::jit_backend::culink);
+    EXPECT(nvj > 0 && nvj <= 32, "with -maxrregcount=32 via nvJitLink: %d registers", nvj);
+  }
+
+  std::printf("\n(h) kernels by C++ name: names.cu's templated and overloaded kernels, SASS, PTX and library\n");
   {
     add_package("gpu_names", {"names.sm_90.cubin", "names.compute_90.ptx"});
     for (auto pol : {fatpack::policy::prefer_sass, fatpack::policy::force_ptx}) {
       auto m = load("gpu_names", pol);
       if (!m) continue;
-      print_report("(g)", m.report());
+      print_report("(h)", m.report());
       run_named_kernels(cu, m, nullptr);
     }
     auto m = load("gpu_names");
