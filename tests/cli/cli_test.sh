@@ -481,6 +481,26 @@ inspect_json)
   json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
   json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
   ;;
+inspect_names)
+  # Kernels with C++ names (tests/kernels/names.cu): the table shows them demangled (no return type,
+  # "; " between kernels); --json keeps the symbols in "kernels" and adds c++filt's text.
+  run 0 "$fatpack" pack -o n.fpk --name nm "$art/names.sm_90.cubin" "$art/names.compute_90.ptx"
+  run 0 "$fatpack" inspect n.fpk
+  expect_in out.txt 'mylib::affine<float, 256>\(float const\*, float\*, int\)'
+  expect_in out.txt '; mylib::scale\(float\*, float\); '
+  expect_in out.txt '\(anonymous namespace\)::hidden\(int\*\)'
+  expect_in out.txt 'plain_c'
+  if grep -q '_ZN5mylib' out.txt; then fail "the table shows mangled names"; fi
+  run 0 "$fatpack" inspect --json n.fpk
+  json "
+for e in d['packages'][0]['entries']:
+    k, m = e['kernels'], e['kernels_demangled']
+    assert len(k) == len(m) == 10, e
+    named = dict(zip(k, m))
+    assert named['_ZN5mylib6affineIfLi256EEEvPKT_PS1_i'] == 'void mylib::affine<float, 256>(float const*, float*, int)', named
+    assert named['_ZN5mylib5scaleEPdd'] == 'mylib::scale(double*, double)', named
+    assert named['plain_c'] == 'plain_c', named"
+  ;;
 json_non_utf8)
   # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann
   # throws on dump); each invalid byte becomes U+FFFD and the document stays valid JSON.

@@ -13,6 +13,8 @@
 //   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent);
 //   (g) a PTX entry that records -maxrregcount=32 (regs.cu, about 130 registers without it) is
 //       compiled within 32 registers (CU_FUNC_ATTRIBUTE_NUM_REGS), through cuLink and nvJitLink.
+//   (h) kernels by C++ name (tests/kernels/names.cu, SASS and PTX, module and library): the real
+//       driver gets the mangled symbol, and the templated and overloaded kernels compute right.
 // Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
 //
@@ -93,6 +95,15 @@ cuda_calls load_calls() {
     }                                                                            \
   } while (0)
 
+// Pops the context a run pushed, however the run ends.
+struct pop_on_exit {
+  const cuda_calls& cu;
+  ~pop_on_exit() {
+    CUcontext c;
+    cu.pop(&c);
+  }
+};
+
 // Launches vadd and saxpy from `m` on its primary context; compares with the CPU.
 bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   const int n = 1 << 20;
@@ -107,13 +118,7 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   EXPECT(vadd.has_value() && saxpy.has_value(), "kernels missing");
   if (!vadd || !saxpy) return false;
   CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
-  struct pop_on_exit {
-    const cuda_calls& cu;
-    ~pop_on_exit() {
-      CUcontext c;
-      cu.pop(&c);
-    }
-  } popper{cu};
+  pop_on_exit popper{cu};
   const std::size_t bytes = sizeof(float) * n;
   CUdeviceptr da = 0, db = 0, dc = 0, dy = 0;
   CU(cu.mem_alloc(&da, bytes));
@@ -149,6 +154,52 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   }
   EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
   std::printf("  kernels: vadd + saxpy on %d elements match the CPU (worst relative error %.3g)\n", n, worst);
+  return bad == 0;
+}
+
+// names.cu's mylib::affine<float, 256> (out = 2 in + 1) and mylib::scale(float*, float) (p *= s),
+// found by their C++ names in `m` (and, when `lib` is given, through its CUkernel), on 256 elements.
+bool run_named_kernels(const cuda_calls& cu, const fatpack::module& m, const fatpack::library* lib) {
+  auto affine = m.function("mylib::affine<float, 256>(const float*, float*, int)");
+  auto scale = m.function("mylib::scale(float*, float)");
+  auto ambiguous = m.function("mylib::scale");
+  EXPECT(affine.has_value(), "%s", affine ? "" : affine.error().what());
+  EXPECT(scale.has_value(), "%s", scale ? "" : scale.error().what());
+  EXPECT(!ambiguous && ambiguous.error().code == fatpack::errc::ambiguous, "mylib::scale was not ambiguous");
+  if (!affine || !scale) return false;
+  CUfunction affine_f = reinterpret_cast<CUfunction>(*affine);
+  if (lib) {
+    auto k = lib->kernel("mylib::affine<float, 256>");
+    EXPECT(k.has_value(), "%s", k ? "" : k.error().what());
+    if (!k) return false;
+    affine_f = reinterpret_cast<CUfunction>(*k);  // cuLaunchKernel takes a CUkernel too
+  }
+  CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
+  pop_on_exit popper{cu};
+  const int n = 256;
+  std::vector<float> in(n), out(n);
+  for (int i = 0; i < n; ++i) in[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  const std::size_t bytes = sizeof(float) * n;
+  CUdeviceptr din = 0, dout = 0;
+  CU(cu.mem_alloc(&din, bytes));
+  CU(cu.mem_alloc(&dout, bytes));
+  CU(cu.htod(din, in.data(), bytes));
+  int nn = n;
+  float s = 3.0f;
+  void* aargs[] = {&din, &dout, &nn};
+  void* sargs[] = {&dout, &s};
+  CU(cu.launch(affine_f, 1, 1, 1, n, 1, 1, 0, nullptr, aargs, nullptr));
+  CU(cu.launch(reinterpret_cast<CUfunction>(*scale), 1, 1, 1, n, 1, 1, 0, nullptr, sargs, nullptr));
+  CU(cu.sync());
+  CU(cu.dtoh(out.data(), dout, bytes));
+  cu.mem_free(din);
+  cu.mem_free(dout);
+  int bad = 0;
+  for (int i = 0; i < n; ++i)
+    if (out[i] != (in[i] * 2.0f + 1.0f) * s) ++bad;
+  EXPECT(bad == 0, "%d of %d results of affine<float, 256> then scale differ", bad, n);
+  std::printf("  named kernels%s: mylib::affine<float, 256> then mylib::scale(float*, float) on %d elements: %s\n",
+              lib ? " (affine as the library's CUkernel)" : "", n, bad ? "WRONG" : "right");
   return bad == 0;
 }
 
@@ -336,6 +387,23 @@ int main(int argc, char** argv) {
     const int nvj = registers("gpu_regs32_nvj");
     fatpack::set_jit_backend(fatpack::jit_backend::culink);
     EXPECT(nvj > 0 && nvj <= 32, "with -maxrregcount=32 via nvJitLink: %d registers", nvj);
+  }
+
+  std::printf("\n(h) kernels by C++ name: names.cu's templated and overloaded kernels, SASS, PTX and library\n");
+  {
+    add_package("gpu_names", {"names.sm_90.cubin", "names.compute_90.ptx"});
+    for (auto pol : {fatpack::policy::prefer_sass, fatpack::policy::force_ptx}) {
+      auto m = load("gpu_names", pol);
+      if (!m) continue;
+      print_report("(h)", m.report());
+      run_named_kernels(cu, m, nullptr);
+    }
+    auto m = load("gpu_names");
+    fatpack::load_options o;
+    o.device = 0;
+    auto lib = fatpack::load_library("gpu_names", o);
+    EXPECT(lib.has_value(), "%s", lib ? "" : lib.error().what());
+    if (m && lib) run_named_kernels(cu, m, &*lib);
   }
 
   std::printf("\n%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
