@@ -62,6 +62,10 @@ command_runner add_warm_command(CLI::App& app);
 void add_cache_path_option(CLI::App& cmd, std::string& path);
 std::string cache_dir_argument(const std::string& path);
 
+// The items of a repeatable list option: every occurrence, each split at commas, empty items dropped
+// (`--gpu sm_86 --gpu sm_90,sm_120` -> sm_86, sm_90, sm_120).
+std::vector<std::string> list_items(const std::vector<std::string>& occurrences);
+
 // Arguments after a bare `--` (for `build`: passed to nvcc unchanged).
 std::vector<std::string>& passthrough_args();
 

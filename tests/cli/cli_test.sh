@@ -98,7 +98,7 @@ cache_warm)
   expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
   [ "$(jits)" = 1 ] || fail "the program JIT-ed although warm had filled the cache ($(jits) JITs)"
   # Cross-target: GPUs that are not in the machine. sm_86 has SASS (sm_80 runs on CC 8.6).
-  run 0 "$fatpack" warm --path "$c" --target sm_86,sm_100,sm_120 w.fpk
+  run 0 "$fatpack" warm --path "$c" --target sm_86,sm_100 --target sm_120 w.fpk  # lists and repeats
   expect_in out.txt "^has SASS +w/vadd for sm_86: "
   expect_in out.txt "^compiled +w/vadd for sm_100"
   expect_in out.txt "^compiled +w/vadd for sm_120"
@@ -245,23 +245,126 @@ fatbin_import)
   done
   ;;
 build)
-  run 0 "$fatpack" build -o b.fpk --arch 75-real,90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
+  # --arch is repeatable: two occurrences are one list.
+  run 0 "$fatpack" build -o b.fpk --arch 75-real --arch 90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
   [ ! -s err.txt ] || fail "build printed on a non-terminal stderr: $(cat err.txt)"
   run 0 "$fatpack" inspect --json b.fpk
   json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_90','compute_90'], t"
   json "assert all(e['toolkit']=='13.0' and e['module']=='vadd' for e in d['packages'][0]['entries'])"
   json "assert d['packages'][0]['name']=='b'"
+  # The same error for every architecture is printed once, naming them all (it was printed per job).
   printf 'extern "C" __global__ void broken( { }\n' > broken.cu
-  run 1 "$fatpack" build -o broken.fpk --arch 75-real broken.cu
-  expect_in err.txt "fatpack: error: broken.cu: nvcc failed for sm_75"
+  run 1 "$fatpack" build -o broken.fpk --arch 75-real,90-real broken.cu
+  expect_in err.txt "^fatpack: error: broken.cu: nvcc failed for sm_75 and sm_90 \\(exit [0-9]+, the same output for each"
+  [ "$(grep -c 'errors\? detected in the compilation' err.txt)" = 1 ] || fail "nvcc's output was not printed once: $(cat err.txt)"
+  [ "$(grep -c '^fatpack: error:' err.txt)" = 1 ] || fail "more than one error line: $(cat err.txt)"
   [ ! -e broken.fpk ] || fail "a failed build left broken.fpk behind"
+  # Different errors per architecture are each printed once: an #error only for sm_75 makes its
+  # output differ from sm_90's.
+  printf '#if defined(__CUDA_ARCH__)\nstatic_assert(__CUDA_ARCH__ == 0, "arch is " "x");\n#if __CUDA_ARCH__ == 750\n#error seventy-five\n#endif\n#endif\n' > per_arch.cu
+  run 1 "$fatpack" build -o per_arch.fpk --arch 75-real,90-real per_arch.cu
+  expect_in err.txt "^fatpack: error: per_arch.cu: nvcc failed for sm_75 \\(exit"
+  expect_in err.txt "^fatpack: error: per_arch.cu: nvcc failed for sm_90 \\(exit"
+  # --depfile: Make syntax, the package depending on the source and every header nvcc read (for every
+  # target), paths with spaces escaped; Make and Ninja rebuild when a header changes.
+  mkdir -p "inc dir"
+  printf '#pragma once\n#define K 2.0f\n' > "inc dir/my h.h"
+  printf '#include "my h.h"\n__global__ void k(float* x) { x[0] = K; }\n' > "s p.cu"
+  run 0 "$fatpack" build -o "o u t.fpk" --depfile "d e p.d" --arch 75-real "s p.cu" -- -I"inc dir"
+  head -1 "d e p.d" | grep -qxF 'o\ u\ t.fpk: \' || fail "depfile target: $(head -1 "d e p.d")"
+  grep -qxF '  s\ p.cu \' "d e p.d" || fail "depfile lacks the source: $(head -3 "d e p.d")"
+  grep -qE '^  inc\\ dir/my\\ h\.h( \\)?$' "d e p.d" || fail "depfile lacks the header: $(tail -3 "d e p.d")"
+  grep -qE 'cuda_runtime\.h' "d e p.d" || fail "depfile lacks the toolkit headers nvcc read"
+  printf 'o\\ u\\ t.fpk:\n\t@echo REBUILT\ninclude d\\ e\\ p.d\n' > Makefile
+  run 0 make -s
+  [ ! -s out.txt ] || fail "make rebuilt with nothing changed: $(cat out.txt)"
+  touch -d '-10 sec' "o u t.fpk" && touch "inc dir/my h.h"
+  run 0 make -s
+  expect_in out.txt "^REBUILT$"
+  if command -v ninja >/dev/null; then
+    printf 'rule b\n  command = touch "o u t.fpk"\n  depfile = d e p.d\n  deps = gcc\nbuild o$ u$ t.fpk: b\n' > build.ninja
+    run 0 ninja
+    run 0 ninja
+    expect_in out.txt "no work to do"
+    touch -d '+2 sec' "inc dir/my h.h"
+    run 0 ninja
+    expect_in out.txt "\\[1/1\\]"
+  else
+    echo "note: ninja not found: the Ninja part of the depfile check is not run"
+  fi
   run 0 "$fatpack" build -o all.fpk --arch all-major --codec zstd "$src/tests/kernels/vadd.cu"
   run 0 "$fatpack" inspect --json all.fpk
   json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_80','sm_90','sm_100','sm_110','sm_120','compute_120'], t"
   ;;
+plan_require)
+  # --require: a CI gate. Exit 1 naming the GPU, package, module and why when a listed GPU would get
+  # nothing; 0 when each gets something; with --driver the PTX ISA limit counts.
+  run 0 "$fatpack" pack -o r.fpk --name r "${cubins[0]}" "${cubins[2]}"
+  run 0 "$fatpack" plan --require sm_75,sm_90 r.fpk
+  expect_in out.txt "^--require: every module has code for sm_75, sm_90$"
+  run 1 "$fatpack" plan --require sm_75 --require sm_80,sm_90 r.fpk
+  expect_in err.txt "^fatpack: error: --require: sm_80 gets nothing from package 'r', module 'vadd': no entry can run on CC 8.0"
+  [ "$(grep -c '^fatpack: error:' err.txt)" = 1 ] || fail "only sm_80 gets nothing: $(cat err.txt)"
+  expect_in out.txt "^  sm_80 \\(CC 8.0\\):"  # the required GPUs are planned as with --gpu
+  run 1 "$fatpack" plan --json --require sm_90,sm_120 r.fpk
+  json "r=d['require']; assert r['ok'] is False and [m['device'] for m in r['missing']]==['sm_120'] and r['missing'][0]['module']=='vadd', r"
+  # PTX for newer GPUs, but too new for a CUDA 12.4 driver.
+  run 0 "$fatpack" pack -o rp.fpk --name rp "${cubins[2]}" "$art/vadd.compute_80.ptx"
+  run 0 "$fatpack" plan --require sm_120 rp.fpk
+  run 1 "$fatpack" plan --require sm_120 --driver 12.4 rp.fpk
+  expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
+  run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
+  run 2 "$fatpack" plan --require sm_9x rp.fpk
+  run 2 "$fatpack" plan --require , rp.fpk
+  ;;
+response_files)
+  # @FILE arguments: words separated by whitespace, quotes group, nested files expanded, a quoted @word
+  # kept; missing files, unterminated quotes, self-inclusion and oversized files are usage errors.
+  printf -- "-o 'with space.fpk'\n--name \"rsp name\"  @inner.rsp\n" > outer.rsp
+  printf -- "--module vadd\t%s\n" "${cubins[0]}" > inner.rsp
+  run 0 "$fatpack" pack @outer.rsp "${cubins[1]}"
+  run 0 "$fatpack" inspect --json "with space.fpk"
+  json "p=d['packages'][0]; assert p['name']=='rsp name' and [e['target'] for e in p['entries']]==['sm_75','sm_80'], p"
+  printf -- "-o lit.fpk --name '@inner.rsp' %s\n" "${cubins[0]}" > literal.rsp
+  run 0 "$fatpack" pack @literal.rsp
+  run 0 "$fatpack" inspect --json lit.fpk
+  json "assert d['packages'][0]['name']=='@inner.rsp', d"
+  printf 'inspect lit.fpk\n' > cmd.rsp
+  run 0 "$fatpack" @cmd.rsp
+  expect_in out.txt "package '@inner.rsp'"
+  run 2 "$fatpack" inspect @missing.rsp
+  expect_in err.txt "^fatpack: error: response file @missing.rsp: cannot open: No such file or directory$"
+  echo @self.rsp > self.rsp
+  run 2 "$fatpack" inspect @self.rsp
+  expect_in err.txt "^fatpack: error: @self.rsp: response files nest more than 8 deep"
+  printf "inspect 'lit.fpk\n" > open.rsp
+  run 2 "$fatpack" @open.rsp
+  expect_in err.txt "^fatpack: error: response file @open.rsp: unterminated single quote at byte 8$"
+  head -c 2000000 /dev/zero | tr '\0' ' ' > big.rsp
+  run 2 "$fatpack" inspect @big.rsp
+  expect_in err.txt "^fatpack: error: response file @big.rsp: its size \\(2000000 bytes\\) exceeds the response file size limit of 1048576 bytes"
+  printf 'a\0b' > nul.rsp
+  run 2 "$fatpack" inspect @nul.rsp
+  expect_in err.txt "NUL byte"
+  run 2 "$fatpack" inspect @
+  expect_in err.txt "'@' without a file name"
+  mkdir adir
+  run 2 "$fatpack" inspect @adir
+  expect_in err.txt "^fatpack: error: response file @adir: is a directory$"
+  run 2 timeout 20 "$fatpack" inspect @/dev/zero
+  expect_in err.txt "exceeds the response file size limit"
+  # After a bare --, words go to nvcc unchanged: @FILE is not expanded there.
+  make_fake_nvcc
+  printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$@" >> "%s/nvcc.args"\nexec ./fake-nvcc "$@"\n' "$work" > logging-nvcc
+  chmod +x logging-nvcc
+  printf -- '--arch 75-real\n' > arch.rsp
+  run 0 "$fatpack" build --nvcc ./logging-nvcc -o k.fpk @arch.rsp k.cu -- @not-expanded
+  grep -qxF -- "-arch=sm_75" nvcc.args || fail "the --arch from arch.rsp did not reach nvcc: $(cat nvcc.args)"
+  grep -qxF -- "@not-expanded" nvcc.args || fail "@not-expanded after -- was not passed on as is: $(cat nvcc.args)"
+  ;;
 plan)
   run 0 "$fatpack" pack -o p.fpk --name p "${cubins[@]}" "$art/vadd.compute_80.ptx"
-  run 0 "$fatpack" plan --json --gpu sm_90 --gpu sm_86 --gpu sm_120 --gpu 20.0 p.fpk
+  run 0 "$fatpack" plan --json --gpu sm_90,sm_86 --gpu sm_120 --gpu 20.0 p.fpk  # lists and repeats
   json "c=[(p['device'], p['chosen'] and p['chosen']['target']) for p in d['plans']]; assert c==[('sm_90','sm_90'),('sm_86','sm_80'),('sm_120','compute_80'),('sm_200','compute_80')], c"
   json "assert d['schema_version']==1 and all(len(p['candidates'])==4 for p in d['plans'])"
   json "assert all(c['verdict'] in ('chosen','usable','rejected') and c['reason'] for p in d['plans'] for c in p['candidates'])"
