@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   add(add_export_fatbin_command);
   add(add_cache_command);
   add(add_warm_command);
+  add(add_doctor_command);
 
   // A first word that is no option and no command: say so, with the nearest command (CLI11 would
   // only say that a subcommand is required).

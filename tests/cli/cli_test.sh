@@ -158,10 +158,80 @@ cache_warm)
   run 1 "$fatpack" warm --path "$c" no-such.fpk
   expect_in err.txt "fatpack: error: .*no-such.fpk"
   ;;
+doctor)
+  # `fatpack doctor PROGRAM` against the fake driver (FATPACK_LIBCUDA, set by CTest) with a sample
+  # program that embeds a package: what each device loads, whether the cache has it, what would be
+  # JIT-compiled; without a driver it says so and still reports the packages and the cache.
+  [ -n "${FATPACK_LIBCUDA:-}" ] || fail "CTest must set FATPACK_LIBCUDA"
+  export FAKECUDA_DEVICES=90,80 FATPACK_CACHE_PATH=$work/cache
+  unset FATPACK_CACHE_PREBUILT_PATH FATPACK_CACHE_DISABLE FATPACK_CACHE_READONLY FATPACK_FORCE_PTX_JIT CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT
+  run 0 "$fatpack" pack -o w.fpk --name w --module vadd "$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.compute_80.ptx"
+  run 0 "$fatpack" embed -o w.S w.fpk
+  printf 'int main(void) { return 0; }\n' > main.c
+  cc main.c w.S -o app || fail "cannot link the sample program"
+  run 0 "$fatpack" doctor app
+  expect_in out.txt "^driver: +$FATPACK_LIBCUDA, CUDA 13.0 \\(JIT accepts PTX ISA <= 9.0\\)"
+  expect_in out.txt "^device 0: .*CC 9.0 \\(sm_90\\)"
+  expect_in out.txt "^device 1: .*CC 8.0 \\(sm_80\\)"
+  expect_in out.txt "^cache: +read-write: $work/cache does not exist yet"
+  expect_in out.txt "^package 'w' \\(app \\(embedded\\)\\): 3 entries: sm_75, sm_80, compute_80 \\(PTX ISA 9.0\\); module vadd"
+  expect_in out.txt "^  device 0 \\(sm_90\\) w/vadd: compute_80 \\(PTX ISA 9.0\\) .*not in the cache: JIT at the first load \\(culink\\)"
+  expect_in out.txt "^  device 1 \\(sm_80\\) w/vadd: sm_80 \\(exact SASS for CC 8.0\\)$"
+  expect_in out.txt "^summary: +1 SASS, 0 from the cache, 1 to JIT-compile, 0 with nothing that fits"
+  [ ! -e "$work/cache" ] || fail "doctor created the cache directory"
+  # After `warm` the cache has it: no JIT; the program then loads it without one (the runtime agrees).
+  run 0 "$fatpack" warm app
+  run 0 "$fatpack" doctor --json app
+  json "m=[l for l in d['loads'] if l['device']==0][0]; assert m['jit'] and m['cache']=='hit' and m['cache_layer']=='user' and m['code_key'].startswith('v1|culink|'), m"
+  json "m=[l for l in d['loads'] if l['device']==1][0]; assert not m['jit'] and m['loads']=='sm_80' and m['cache'] is None, m"
+  json "assert d['driver']['loaded'] and d['driver']['version']=='13.0' and [v['device'] for v in d['devices']]==['sm_90','sm_80'], d"
+  json "l=d['cache']['layers']; assert d['cache']['mode']=='read-write' and l[0]['role']=='user' and l[0]['entries']==1, l"
+  # Another driver: the entry is used at once and re-JIT-ed in the background; a prebuilt layer is named.
+  FAKECUDA_DRIVER_VERSION=13010 run 0 "$fatpack" doctor app
+  expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS of another driver in the cache \\(user\\)"
+  FATPACK_CACHE_PATH=$work/empty FATPACK_CACHE_PREBUILT_PATH=$work/cache run 0 "$fatpack" doctor app
+  expect_in out.txt "^  prebuilt $work/cache: present, 1 entry"
+  expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS in the cache \\(prebuilt $work/cache\\)"
+  FATPACK_CACHE_DISABLE=1 run 0 "$fatpack" doctor app
+  expect_in out.txt "^cache: +disabled: FATPACK_CACHE_DISABLE is set"
+  expect_in out.txt "JIT at every start"
+  # The policy from the environment, as a load would take it.
+  CUDA_DISABLE_PTX_JIT=1 run 1 "$fatpack" doctor app
+  expect_in out.txt "^policy: +sass_only"
+  expect_in out.txt "device 0 \\(sm_90\\) w/vadd: NOTHING FITS: "
+  # No driver: said so; packages and cache are still reported.
+  FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor app
+  expect_in out.txt "^driver: +none: .*no-such-libcuda.so"
+  expect_in out.txt "^  user +$work/cache: present, 1 entry"
+  expect_in out.txt "^package 'w' "
+  FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor --json
+  json "assert not d['driver']['loaded'] and d['driver']['error'] and d['devices']==[] and d['loads']==[] and d['packages']==[], d"
+  # A device with nothing that fits: exit 1, naming it.
+  run 0 "$fatpack" pack -o old.fpk --name old "$art/vadd.sm_75.cubin"
+  run 1 "$fatpack" doctor old.fpk
+  expect_in out.txt "device 0 \\(sm_90\\) old/vadd: NOTHING FITS: no entry can run on CC 9.0"
+  # Hostile programs: no package, a damaged one, garbage, a truncated program. Errors, never a crash.
+  cc main.c -o plain || fail "cannot link a program without packages"
+  run 1 "$fatpack" doctor plain
+  expect_in err.txt "^fatpack: error: plain: not a fatpack package and embeds none"
+  off=$(python3 -c "import sys; print(open(sys.argv[1], 'rb').read().find(bytes([0x89]) + b'FPK\\r\\n\\x1a\\n'))" app)
+  [ "$off" -ge 0 ] || off=
+  [ -n "$off" ] || fail "no package magic found in app"
+  cp app damaged && printf '\xff\xff\xff\xff' | dd of=damaged bs=1 seek=$((off + 16)) conv=notrunc status=none
+  run 1 "$fatpack" doctor damaged
+  expect_in err.txt "^fatpack: error: damaged"
+  head -c $((off + 100)) app > truncated
+  "$fatpack" doctor truncated >out.txt 2>err.txt; rc=$?
+  [ "$rc" = 1 ] || fail "doctor on a truncated program exited $rc: $(cat err.txt)"
+  head -c 100000 /dev/urandom > garbage
+  run 1 "$fatpack" doctor garbage
+  FATPACK_MAX_INPUT_SIZE=1000 run 1 "$fatpack" doctor app
+  expect_in err.txt "exceeds the input size limit of 1000 bytes"
+  ;;
 help)
   run 0 "$fatpack" --help
   cp out.txt top-help.txt
-  for c in build pack inspect verify extract plan embed export-fatbin cache warm; do
+  for c in build pack inspect verify extract plan embed export-fatbin cache warm doctor; do
     expect_in top-help.txt "^ *$c "
     run 0 "$fatpack" "$c" --help
     expect_in out.txt "Usage"
