@@ -162,7 +162,7 @@ doctor)
   # `fatpack doctor PROGRAM` against the fake driver (FATPACK_LIBCUDA, set by CTest) with a sample
   # program that embeds a package: what each device loads, whether the cache has it, what would be
   # JIT-compiled; without a driver it says so and still reports the packages and the cache.
-  [ -n "${FATPACK_LIBCUDA:-}" ] || fail "CTest must set FATPACK_LIBCUDA"
+  [ -n "${FATPACK_LIBCUDA:-}" ] && [ -n "${PROBE:-}" ] || fail "CTest must set FATPACK_LIBCUDA and PROBE"
   export FAKECUDA_DEVICES=90,80 FATPACK_CACHE_PATH=$work/cache
   unset FATPACK_CACHE_PREBUILT_PATH FATPACK_CACHE_DISABLE FATPACK_CACHE_READONLY FATPACK_FORCE_PTX_JIT CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT
   run 0 "$fatpack" pack -o w.fpk --name w --module vadd "$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.compute_80.ptx"
@@ -179,8 +179,13 @@ doctor)
   expect_in out.txt "^  device 1 \\(sm_80\\) w/vadd: sm_80 \\(exact SASS for CC 8.0\\)$"
   expect_in out.txt "^summary: +1 SASS, 0 from the cache, 1 to JIT-compile, 0 with nothing that fits"
   [ ! -e "$work/cache" ] || fail "doctor created the cache directory"
-  # After `warm` the cache has it: no JIT; the program then loads it without one (the runtime agrees).
-  run 0 "$fatpack" warm app
+  # The runtime agrees: a load on device 0 picks that entry and JIT-compiles it (into the cache), on
+  # device 1 it loads sm_80; then doctor finds the SASS under the key the load stored it with.
+  FAKECUDA_JIT_LOG=$work/jit.log run 0 "$PROBE" --package w.fpk --device 0 load vadd
+  expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
+  [ "$(wc -l < jit.log)" = 1 ] || fail "the load ran $(wc -l < jit.log) JITs, expected 1"
+  run 0 "$PROBE" --package w.fpk --device 1 load vadd
+  expect_in out.txt "load vadd device=1 ok entry=1 target=sm_80"
   run 0 "$fatpack" doctor --json app
   json "m=[l for l in d['loads'] if l['device']==0][0]; assert m['jit'] and m['cache']=='hit' and m['cache_layer']=='user' and m['code_key'].startswith('v1|culink|'), m"
   json "m=[l for l in d['loads'] if l['device']==1][0]; assert not m['jit'] and m['loads']=='sm_80' and m['cache'] is None, m"
@@ -227,6 +232,30 @@ doctor)
   run 1 "$fatpack" doctor garbage
   FATPACK_MAX_INPUT_SIZE=1000 run 1 "$fatpack" doctor app
   expect_in err.txt "exceeds the input size limit of 1000 bytes"
+  ;;
+doctor_gpu)
+  # `fatpack doctor` with the real driver (label gpu): it sees the GPUs, and what it predicts for a
+  # forced-PTX load (a cache miss, then a hit under the real driver's identity) is what a load does.
+  [ -n "${PROBE:-}" ] || fail "CTest must set PROBE"
+  export FATPACK_CACHE_PATH=$work/cache
+  unset FATPACK_CACHE_PREBUILT_PATH FATPACK_CACHE_DISABLE FATPACK_CACHE_READONLY FATPACK_FORCE_PTX_JIT CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT
+  "$fatpack" doctor --json >out.txt 2>err.txt
+  if ! python3 -c "import json; d=json.load(open('out.txt')); assert d['driver']['loaded'] and d['devices']" 2>/dev/null; then
+    echo "SKIPPED: no CUDA driver or GPU here: $(python3 -c "import json; print(json.load(open('out.txt'))['driver']['error'])" 2>/dev/null || cat err.txt)"
+    exit 77
+  fi
+  run 0 "$fatpack" pack -o g.fpk --name g --module vadd "$art/vadd.sm_90.cubin" "$art/vadd.compute_90.ptx"
+  run 0 "$fatpack" doctor g.fpk
+  cat out.txt
+  run 0 "$fatpack" doctor --json g.fpk
+  json "assert '|' in d['driver']['cache_identity'], d['driver']  # the real driver's build string"
+  json "assert all(l['loads']=='sm_90' and not l['jit'] for l in d['loads'] if l['compute_capability']=='9.0'), d['loads']"
+  CUDA_FORCE_PTX_JIT=1 run 0 "$fatpack" doctor --json g.fpk
+  json "assert all(l['jit'] and l['cache']=='miss' for l in d['loads']), d['loads']"
+  CUDA_FORCE_PTX_JIT=1 run 0 "$PROBE" --package g.fpk --device 0 load vadd
+  expect_in out.txt "load vadd device=0 ok entry=1 target=compute_90 .*jit=1"
+  CUDA_FORCE_PTX_JIT=1 run 0 "$fatpack" doctor --json g.fpk
+  json "l=[x for x in d['loads'] if x['device']==0][0]; assert l['cache']=='hit' and l['cache_layer']=='user', l"
   ;;
 help)
   run 0 "$fatpack" --help
