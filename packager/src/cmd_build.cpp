@@ -55,7 +55,8 @@ command_runner add_build_command(CLI::App& app) {
       ->required();
   cmd->add_option("--depfile", o->depfile,
                   "Also write FILE: a Make-syntax dependency file (OUTPUT: each source and every header nvcc read, for "
-                  "every target), for Make, Ninja and CMake's add_custom_command(DEPFILE)");
+                  "every target), for Make, Ninja and CMake's add_custom_command(DEPFILE)")
+      ->type_name("FILE");
   cmd->add_option("-j,--jobs", o->jobs, "Parallel nvcc jobs (default: number of cores)");
   cmd->add_option("--nvcc", o->nvcc, "nvcc to run (default: $NVCC or nvcc on PATH)");
   o->codec.add_to(*cmd, true);

@@ -39,7 +39,7 @@ command_runner add_plan_command(CLI::App& app) {
   auto o = std::make_shared<options>();
   CLI::App* cmd = app.add_subcommand(
       "plan", "Show which entry each GPU would load and why every other entry is refused (the runtime's own rules). "
-              "Without --gpu: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
+              "Without --gpu or --require: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
   cmd->add_option("--gpu", o->gpus, "GPUs by compute capability: sm_86, 86 or 8.6; a comma-separated list, repeatable");
   cmd->add_option("--require", o->required,
                   "CI gate: exit 1 when one of these GPUs (sm_75,sm_90,...; repeatable) would get nothing from a module "
@@ -64,6 +64,7 @@ command_runner add_plan_command(CLI::App& app) {
                                                            : fatpack::policy::prefer_sass;
     std::vector<std::uint32_t> gpus;
     for (const auto& g : list_items(o->gpus)) gpus.push_back(parse_gpu(g));
+    if (!o->gpus.empty() && gpus.empty()) throw usage_error{"--gpu: no GPU given"};
     std::vector<std::uint32_t> required;
     for (const auto& g : list_items(o->required)) {
       const std::uint32_t cc = parse_gpu(g);

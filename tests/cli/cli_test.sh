@@ -277,7 +277,7 @@ unknown_command)
   run 2 "$fatpack" packk
   expect_in err.txt "did you mean 'pack'\\?$"
   run 2 "$fatpack" frobnicate
-  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm\\)$"
+  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor\\)$"
   run 2 "$fatpack" x
   expect_in err.txt "unknown command 'x' \\(commands: "
   run 0 "$fatpack" --version
@@ -351,6 +351,9 @@ build)
   json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_90','compute_90'], t"
   json "assert all(e['toolkit']=='13.0' and e['module']=='vadd' for e in d['packages'][0]['entries'])"
   json "assert d['packages'][0]['name']=='b'"
+  # nvcc's -MD for --depfile does not change the code: the same package bytes.
+  run 0 "$fatpack" build -o b2.fpk --name b --depfile b2.d --arch 75-real,90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
+  cmp -s b.fpk b2.fpk || fail "--depfile changed the package"
   # The same error for every architecture is printed once, naming them all (it was printed per job).
   printf 'extern "C" __global__ void broken( { }\n' > broken.cu
   run 1 "$fatpack" build -o broken.fpk --arch 75-real,90-real broken.cu
