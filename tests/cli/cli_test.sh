@@ -23,10 +23,10 @@ json() { python3 -c "import json,sys; d=json.load(open('out.txt')); $1" || { cat
 cubins=("$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.sm_90.cubin")
 ptx="$art/vadd.compute_90.ptx"
 
-# For the build_signal / build_stale cases: a stand-in for nvcc (`fatpack build --nvcc`) that answers
-# fatpack's queries and "compiles" by copying a committed cubin; with FAKE_NVCC_SLOW set it writes a
-# file in $TMPDIR and starts a child (as nvcc does, and starts cicc and ptxas), records "its pid, its
-# child's pid" in compiler.pids and waits.
+# For the build_signal / build_stale / response_files / depfile_escapes cases: a stand-in for nvcc
+# (`fatpack build --nvcc`) that answers fatpack's queries and "compiles" by copying the committed
+# cubin of its -arch; with FAKE_NVCC_SLOW set it writes a file in $TMPDIR and starts a child (as nvcc
+# does, and starts cicc and ptxas), records "its pid, its child's pid" in compiler.pids and waits.
 make_fake_nvcc() {
   cat > fake-nvcc <<EOF
 #!/usr/bin/env bash
@@ -38,8 +38,9 @@ if [ -n "\${FAKE_NVCC_SLOW:-}" ]; then
   echo x > "\${TMPDIR:-/tmp}/tmpxft_fake_\$\$"  # as nvcc's own temporary files
   sleep 60 & echo "\$\$ \$!" >> "$work/compiler.pids"; wait; exit 1
 fi
-while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; shift; done
-cp "$art/vadd.sm_75.cubin" "\$out"
+arch=sm_75
+while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; case "\$1" in -arch=sm_*) arch=\${1#-arch=} ;; esac; shift; done
+cp "$art/vadd.\$arch.cubin" "\$out"
 EOF
   chmod +x fake-nvcc
   printf '__global__ void k() {}\n' > k.cu
@@ -418,6 +419,34 @@ plan_require)
   run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
   run 2 "$fatpack" plan --require sm_9x rp.fpk
   run 2 "$fatpack" plan --require , rp.fpk
+  ;;
+depfile_escapes)
+  # --depfile with names Make must be told apart: a space, '#', '$' and a backslash. A stand-in nvcc
+  # writes its -MF file as GCC escapes it; fatpack reads the names back and escapes them again; Make
+  # then finds each file (a wrong escape names a file that does not exist: "No rule to make target").
+  make_fake_nvcc
+  names=("sp ace.h" "hash#.h" 'dollar$.h' 'back\slash.h')
+  for n in "${names[@]}"; do echo x > "$n"; done
+  cat > dep-nvcc <<'EOF2'
+#!/usr/bin/env bash
+case "$1" in --list-gpu-code|--version) exec ./fake-nvcc "$@" ;; esac
+mf=""; args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do [ "${args[i]}" = -MF ] && mf=${args[i+1]}; done
+[ -n "$mf" ] && printf '%s : k.cu \\\n  sp\\ ace.h hash\\#.h \\\n  dollar$$.h back\\slash.h\n' "out" > "$mf"
+exec ./fake-nvcc "$@"
+EOF2
+  chmod +x dep-nvcc
+  run 0 "$fatpack" build --nvcc ./dep-nvcc -o k.fpk --depfile k.d --arch 75-real,90-real k.cu
+  cat k.d
+  printf 'k.fpk:\n\t@echo REBUILT\ninclude k.d\n' > Makefile
+  run 0 make -s
+  [ ! -s out.txt ] || fail "make rebuilt with nothing changed: $(cat out.txt) $(cat err.txt)"
+  for n in "${names[@]}"; do
+    touch -d '-10 sec' k.fpk && touch "$n"
+    run 0 make -s
+    expect_in out.txt "^REBUILT$"
+  done
+  [ "$(grep -c 'sp\\ ace.h' k.d)" = 1 ] || fail "a prerequisite of both targets is not listed once: $(cat k.d)"
   ;;
 response_files)
   # @FILE arguments: words separated by whitespace, quotes group, nested files expanded, a quoted @word
