@@ -184,8 +184,8 @@ command_runner add_doctor_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON document (schema_version 1)");
   cmd->add_option("programs", args->programs,
                   "Programs, shared libraries or packages whose packages to check (found as `inspect` finds them)");
-  cmd->footer(cmd->get_footer() + "\nExit status 1 when a device present gets nothing from a module, or a PROGRAM cannot be read or "
-              "embeds no package.");
+  cmd->footer(cmd->get_footer() + "\nExit status 1 when a device present gets nothing from a module, or a PROGRAM cannot be read, "
+              "embeds no package or one the registry refuses (a name clash).");
   return [args]() { return run_doctor(*args); };
 }
 

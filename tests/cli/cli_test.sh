@@ -212,6 +212,14 @@ doctor)
   expect_in out.txt "^package 'w' "
   FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor --json
   json "assert not d['driver']['loaded'] and d['driver']['error'] and d['devices']==[] and d['loads']==[] and d['packages']==[], d"
+  # A shared library that carries the same package: counted once, as the registry counts it; a
+  # different package under the same name is refused as the registry refuses it.
+  cc -shared -fPIC w.S -o libw.so || fail "cannot link the sample library"
+  run 0 "$fatpack" doctor --json libw.so app
+  json "assert [p['name'] for p in d['packages']]==['w'] and len(d['loads'])==2, d"
+  run 0 "$fatpack" pack -o other-w.fpk --name w --module vadd "$art/vadd.sm_90.cubin"
+  run 1 "$fatpack" doctor app other-w.fpk
+  expect_in out.txt "^package refused: other-w.fpk.*a different package named 'w' is already registered"
   # A device with nothing that fits: exit 1, naming it.
   run 0 "$fatpack" pack -o old.fpk --name old "$art/vadd.sm_75.cubin"
   run 1 "$fatpack" doctor old.fpk

@@ -2,7 +2,8 @@
 // The driver and devices come from platform (load_driver, load_devices), the choice per device from
 // load/selection (the selector a load runs, with the policy from the environment), the cache key from
 // the JIT service (cache_key_for: the JIT path resolved as a compile would resolve it), and the
-// lookup from a disk_cache built from the environment like the runtime's, but read-only.
+// lookup from a disk_cache built from the environment like the runtime's, but read-only. The packages
+// go into the registry as a program's do (add_package_memory, borrowed bytes).
 #include "fatpack/admin/cache_admin.hpp"
 #include "fatpack/admin/doctor.hpp"
 
@@ -109,24 +110,24 @@ report diagnose(const std::vector<package_bytes>& packages) {
     disk = dc::disk_cache::create(ro);
   }
 
-  // The packages, parsed by the registry's own walker.
-  std::vector<std::shared_ptr<registered_package>> pkgs;
-  for (const auto& p : packages) {
-    auto parsed = parse_all(core::byte_span(p.data, p.size), p.source, nullptr);
-    if (!parsed) {
-      r.package_errors.push_back(parsed.error().message);
-      continue;
-    }
-    for (auto& pkg : *parsed) {
-      package_report pr;
-      pr.name = pkg->name;
-      pr.source = p.source;
-      pr.entries = pkg->view.entries().size();
-      pr.modules = pkg->modules;
-      for (const auto& e : pkg->view.entries()) pr.targets.push_back(describe_target(e));
-      r.packages.push_back(std::move(pr));
-      pkgs.push_back(pkg);
-    }
+  // The packages, registered as a program's are: the registry's walker and validation, the same
+  // bytes twice counted once, a different package under a name already in use refused.
+  registry& reg = registry::instance();
+  for (const auto& p : packages)
+    if (auto st = reg.add_memory(p.data, p.size, p.source, ownership::borrow); !st)
+      r.package_errors.push_back(st.error().message);
+  std::vector<package_ptr> pkgs;
+  if (!packages.empty()) {
+    if (auto all = reg.packages()) pkgs = std::move(all).value();
+  }
+  for (const auto& pkg : pkgs) {
+    package_report pr;
+    pr.name = pkg->name;
+    pr.source = pkg->source;
+    pr.entries = pkg->view.entries().size();
+    pr.modules = pkg->modules;
+    for (const auto& e : pkg->view.entries()) pr.targets.push_back(describe_target(e));
+    r.packages.push_back(std::move(pr));
   }
 
   // The driver and devices.

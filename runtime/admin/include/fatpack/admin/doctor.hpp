@@ -99,10 +99,12 @@ struct report {
   std::string policy;                    // the policy a load gets from the environment
   cache_report cache;
   std::vector<package_report> packages;
-  std::vector<std::string> package_errors;  // a package the runtime would refuse, and why
+  std::vector<std::string> package_errors;  // a package the registry refuses (a name clash), and why
   std::vector<module_report> modules;    // per (package, module, device); empty without devices
 };
 
+// Registers `packages` in this process's registry (borrowed: the bytes must outlive the process's
+// use of the runtime); call once per process.
 report diagnose(const std::vector<package_bytes>& packages);
 
 }  // namespace fatpack::detail::doctor
