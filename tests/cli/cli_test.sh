@@ -482,6 +482,9 @@ response_files)
   head -c 2000000 /dev/zero | tr '\0' ' ' > big.rsp
   run 2 "$fatpack" inspect @big.rsp
   expect_in err.txt "^fatpack: error: response file @big.rsp: its size \\(2000000 bytes\\) exceeds the response file size limit of 1048576 bytes"
+  python3 -c "print('x ' * 100001)" > many.rsp
+  run 2 "$fatpack" inspect @many.rsp
+  expect_in err.txt "^fatpack: error: response file @many.rsp: the command line expands to more than 100000 arguments$"
   printf 'a\0b' > nul.rsp
   run 2 "$fatpack" inspect @nul.rsp
   expect_in err.txt "NUL byte"
