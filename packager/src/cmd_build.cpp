@@ -3,7 +3,9 @@
 // cores; nvcc itself compiles -gencode targets one after another.
 #include "arch_list.hpp"
 #include "cleanup.hpp"
+#include "depfile.hpp"
 #include "file_io.hpp"
+#include "nvcc_failures.hpp"
 #include "pack_common.hpp"
 #include "process.hpp"
 #include "tool.hpp"
@@ -33,7 +35,8 @@ struct job {
 
 command_runner add_build_command(CLI::App& app) {
   struct options {
-    std::string output, name, arch, nvcc = "nvcc";
+    std::string output, name, nvcc = "nvcc", depfile;
+    std::vector<std::string> arch;  // each --arch; joined, they are one list
     unsigned jobs = 0;
     codec_options codec;
     std::vector<std::string> sources;
@@ -49,8 +52,12 @@ command_runner add_build_command(CLI::App& app) {
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
                   "Targets in CMake CUDA_ARCHITECTURES syntax: 75-real,90-real,120-virtual; a bare 90 means "
-                  "real + virtual; all, all-major")
+                  "real + virtual; all, all-major (repeatable: --arch 80-real --arch 90-real is --arch 80-real,90-real)")
       ->required();
+  cmd->add_option("--depfile", o->depfile,
+                  "Also write FILE: a Make-syntax dependency file (OUTPUT: each source and every header nvcc read, for "
+                  "every target), for Make, Ninja and CMake's add_custom_command(DEPFILE)")
+      ->type_name("FILE");
   cmd->add_option("-j,--jobs", o->jobs, "Parallel nvcc jobs (default: number of cores)");
   cmd->add_option("--nvcc", o->nvcc, "nvcc to run (default: $NVCC or nvcc on PATH)");
   o->codec.add_to(*cmd, true);
@@ -66,7 +73,9 @@ command_runner add_build_command(CLI::App& app) {
       print_error(codes.error().message);
       return exit_failure;
     }
-    auto targets = parse_arch_list(o->arch, *codes);
+    std::string arch_list;
+    for (const auto& a : o->arch) arch_list += (arch_list.empty() ? "" : ",") + a;
+    auto targets = parse_arch_list(arch_list, *codes);
     if (!targets) throw usage_error{"--arch: " + targets.error().message};
     for (const auto& s : o->sources) {
       if (::access(s.c_str(), R_OK) != 0) {
@@ -92,6 +101,7 @@ command_runner add_build_command(CLI::App& app) {
         const bool ptx = t.kind == core::entry_kind::ptx;
         j.output = tmp.path() + "/" + std::to_string(jobs.size()) + (ptx ? ".ptx" : ".cubin");
         j.argv = {o->nvcc, ptx ? "-ptx" : "-cubin", "-arch=" + t.str(), "-o", j.output, src};
+        if (!o->depfile.empty()) j.argv.insert(j.argv.end(), {"-MD", "-MF", j.output + ".d"});
         for (const auto& a : passthrough_args()) j.argv.push_back(a);
         jobs.push_back(std::move(j));
       }
@@ -127,16 +137,17 @@ command_runner add_build_command(CLI::App& app) {
     for (auto& t : pool) t.join();
     if (progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
 
-    int failures = 0;
+    std::vector<nvcc_failure> failures;
     for (const auto& j : jobs) {
       if (j.result.exit_code == 0) continue;
-      ++failures;
-      print_error(j.source + ": nvcc failed for " + j.target.str() + " (" +
-                  (j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error) +
-                  "): " + join_command(j.argv));
-      if (!j.result.output.empty()) std::cerr << j.result.output;
+      failures.push_back({j.source, j.target.str(),
+                          j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error,
+                          join_command(j.argv), j.result.output});
     }
-    if (failures) return exit_failure;
+    if (!failures.empty()) {
+      print_nvcc_failures(failures);
+      return exit_failure;
+    }
 
     std::vector<core::entry_input> entries;
     for (const auto& j : jobs) {
@@ -159,8 +170,12 @@ command_runner add_build_command(CLI::App& app) {
         entries.push_back(std::move(e));
       }
     }
-    return write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name, entries,
-                              o->codec, o->verbose);
+    const int rc = write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name,
+                                      entries, o->codec, o->verbose);
+    if (rc != exit_ok || o->depfile.empty()) return rc;
+    std::vector<std::string> nvcc_depfiles;
+    for (const auto& j : jobs) nvcc_depfiles.push_back(j.output + ".d");
+    return write_build_depfile(o->depfile, o->output, nvcc_depfiles);
   };
 }
 
