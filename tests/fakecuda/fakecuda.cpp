@@ -58,7 +58,8 @@
 // Code, parameters and variables (typed launches, globals): a module or library knows its kernels'
 // parameters (offset and size, in order) from a real cubin's .nv.info.<kernel> EIATTR_KPARAM_INFO
 // records, and from the PTX .param list for PTX and the fake JIT's cubins (which carry them in the
-// same records); cuFuncGetParamInfo / cuKernelGetParamInfo answer from them (CUDA_ERROR_INVALID_VALUE
+// same records); cuFuncGetParamInfo / cuKernelGetParamInfo answer from them (the latter only with a context
+// current, CUDA_ERROR_INVALID_CONTEXT otherwise, as driver 580 does; CUDA_ERROR_INVALID_VALUE
 // past the last one; FAKECUDA_MISSING=cuFuncGetParamInfo,cuKernelGetParamInfo takes them away, as a
 // driver older than CUDA 12.4; asked for with a version before 12040 they are refused, as the real
 // driver refuses them). Its __constant__/__device__ variables come from the cubin's
@@ -1322,6 +1323,8 @@ CUresult fk_cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_
 }
 CUresult fk_cuKernelGetParamInfo(CUkernel k, size_t index, size_t* offset, size_t* size) {
   if (!k) return CUDA_ERROR_INVALID_VALUE;
+  // As driver 580 does: a library's kernel is answered for only with a context current.
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
   auto* kn = reinterpret_cast<fake_kernel*>(k);
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = kn->lib->code.params.find(kn->name);

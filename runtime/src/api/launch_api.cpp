@@ -102,6 +102,14 @@ status query_params(const module_state& s, const std::string& name, CUfunction f
                    out, known, note);
     return {};
   }
+  // The real driver answers cuKernelGetParamInfo only with a context current
+  // (CUDA_ERROR_INVALID_CONTEXT otherwise, seen with driver 580): ask in the context a launch uses.
+  auto ctx = code_context(s);
+  if (!ctx) return ctx.error();
+  scoped_context current(d, *ctx);
+  if (!current.ok())
+    return cuda_error(errc::cuda, CUDA_ERROR_INVALID_CONTEXT,
+                      kernel_where(s, name) + ": its context could not be made current to read its parameters");
   for (std::size_t i = 0;; ++i) {
     param p;
     CUresult r = f ? d.cuFuncGetParamInfo(f, i, &p.offset, &p.size) : d.cuKernelGetParamInfo(k, i, &p.offset, &p.size);
