@@ -1,6 +1,8 @@
 // fatpack verify: structure, table checksum, and every entry decompressed and checked.
 #include "tool.hpp"
 
+#include "fatpack/core/input.hpp"
+
 #include <iostream>
 
 namespace fatpack::tool {
@@ -23,6 +25,14 @@ command_runner add_verify_command(CLI::App& app) {
       bool ok = true;
       for (const auto& pkg : pf->packages) {
         core::status st = pkg.verify();
+        // A relocatable cubin passes every checksum and still cannot run (core/input.hpp).
+        for (std::size_t i = 0; st && i < pkg.entries().size(); ++i) {
+          if (pkg.entries()[i].target.kind != core::entry_kind::sass) continue;
+          auto raw = pkg.decompress(i);
+          st = raw ? core::refuse_relocatable_cubin(core::byte_span(*raw), std::string(pkg.source()) + ": " +
+                                                                               pkg.entries()[i].describe())
+                   : core::status(raw.error());
+        }
         if (!st) {
           print_error(st.error().message);
           ok = false;

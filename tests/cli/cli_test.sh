@@ -167,7 +167,7 @@ help)
     expect_in out.txt "Usage"
   done
   run 0 "$fatpack" --version
-  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.0\)"
+  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.1\)"
   ;;
 unknown_command)
   # An unknown command names the nearest one (a swap, a missing or an extra letter), else lists them.

@@ -258,11 +258,7 @@ result<module_entries> registry::find_module(std::string_view module, std::strin
   for (const auto& p : packages_) {
     if (!package.empty() && p->name != package) continue;
     package_seen = true;
-    module_entries me;
-    me.package = p;
-    const auto& es = p->view.entries();
-    for (std::size_t i = 0; i < es.size(); ++i)
-      if (es[i].module_name == module) me.entries.push_back(i);
+    module_entries me = entries_of_module(p, module);
     if (!me.entries.empty()) found.push_back(std::move(me));
   }
   if (found.size() == 1) return std::move(found.front());
@@ -293,9 +289,19 @@ result<module_entries> registry::find_module(std::string_view module, std::strin
   return error{errc::not_found, 0, std::move(msg), {}};
 }
 
+module_entries entries_of_module(const package_ptr& package, std::string_view module) {
+  module_entries me;
+  me.package = package;
+  const auto& es = package->view.entries();
+  for (std::size_t i = 0; i < es.size(); ++i)
+    if (es[i].module_name == module && es[i].selectable()) me.entries.push_back(i);
+  return me;
+}
+
 std::string describe_target(const core::entry_info& e) {
   std::string s = e.target.str();
   if (e.target.kind == core::entry_kind::ptx && e.ptx_isa.known()) s += " (PTX ISA " + e.ptx_isa.str() + ")";
+  if (e.in_link_group()) s += " [" + std::to_string(e.link_parts) + " linked parts]";
   return s;
 }
 

@@ -48,6 +48,9 @@ struct module_entries {
   package_ptr package;
   std::vector<std::size_t> entries;
 };
+// The candidates of `module` in `package`, in entry order: every entry of the module except the
+// later parts of a link group, which its first part stands for (the JIT takes every part).
+module_entries entries_of_module(const package_ptr& package, std::string_view module);
 
 class registry {
  public:
