@@ -24,15 +24,7 @@ command_runner add_verify_command(CLI::App& app) {
       std::size_t entries = 0;
       bool ok = true;
       for (const auto& pkg : pf->packages) {
-        core::status st = pkg.verify();
-        // A relocatable cubin passes every checksum and still cannot run (core/input.hpp).
-        for (std::size_t i = 0; st && i < pkg.entries().size(); ++i) {
-          if (pkg.entries()[i].target.kind != core::entry_kind::sass) continue;
-          auto raw = pkg.decompress(i);
-          st = raw ? core::refuse_relocatable_cubin(core::byte_span(*raw), std::string(pkg.source()) + ": " +
-                                                                               pkg.entries()[i].describe())
-                   : core::status(raw.error());
-        }
+        core::status st = core::verify_package_images(pkg);
         if (!st) {
           print_error(st.error().message);
           ok = false;

@@ -231,6 +231,8 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
           return fail(errc::malformed, where + ": symbol " + std::to_string(k) + ": st_name " + hex(get32(sym)) +
                                            " is not a string inside its string table");
         if (name.empty()) continue;
+        // .nv.reservedSmem.* and the like: symbols the driver itself provides at load time.
+        if (undefined_global && name.rfind(".nv.", 0) == 0) continue;
         if (undefined_global) {
           if (info.unresolved.size() < 10000) info.unresolved.emplace_back(std::string(name));
           continue;

@@ -43,6 +43,11 @@ error relocatable_cubin_error(const cubin_info& info, const std::string& where);
 // error of a malformed one) when it is an ELF of e_type ET_REL; success for anything else, which is
 // left to the reader that would handle it (a damaged ELF header is the driver's to refuse).
 status refuse_relocatable_cubin(byte_span image, const std::string& where);
+
+class package_view;
+// `fatpack verify`'s check of one package: package_view::verify (every payload and checksum), then
+// refuse_relocatable_cubin for every SASS entry (a relocatable cubin passes every checksum).
+status verify_package_images(const package_view& pkg);
 // Validates the ELF structure it reads (every offset checked); `source` names it in errors.
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
 
