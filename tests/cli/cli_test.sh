@@ -270,6 +270,11 @@ rdc)
   expect_in out.txt "format 1\.1"
   expect_in out.txt "\[link part 2/2\]"
   run 0 "$fatpack" verify r.fpk
+  run 0 "$fatpack" export-fatbin -o r.fatbin r.fpk
+  expect_in err.txt "warning: r\.fpk: entry 2 \(compute_90, module 'r'\): part 2 of 2 of a link group \(relocatable PTX\), which a fatbin cannot hold, is not exported"
+  run 0 "$fatpack" pack -o back.fpk r.fatbin
+  run 0 "$fatpack" inspect --json back.fpk
+  json "assert [x['target'] for x in d['packages'][0]['entries']]==['sm_90']"
   run 0 "$fatpack" plan --json --gpu sm_90 --gpu sm_100 r.fpk
   json "c=[(p['chosen']['target'], p['chosen']['link_parts'], len(p['candidates'])) for p in d['plans']]; assert c==[('sm_90',0,2),('compute_90',2,2)], c"
   run 0 "$fatpack" build -o named.fpk --arch 90-virtual --module kernels "$k" "$d" -- -dc
