@@ -10,7 +10,10 @@
 //   (d) a PTX whose .version is newer than the driver accepts (rewritten to 9.9) is refused with the
 //       reason and an older PTX is used; the driver's own refusal (cuLinkAddData -> 222) is shown too;
 //   (e) a bare cubin handed in by the application loads and runs;
-//   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent).
+//   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent);
+//   (g) separate compilation: a link group of two files' relocatable PTX (a kernel calling a
+//       __device__ function of the other file) JIT-linked by cuLink, and (h) by nvJitLink, runs right;
+//   (i) a relocatable sm_90 cubin before that group is refused by the runtime, and the group loads.
 // Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
 //
@@ -145,6 +148,55 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   }
   EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
   std::printf("  kernels: vadd + saxpy on %d elements match the CPU (worst relative error %.3g)\n", n, worst);
+  return bad == 0;
+}
+
+// Launches rdc_saxpy (y = (2 * alpha * x + 1) + y, the 2x+1 from another file) from `m`; compares
+// with the CPU.
+bool run_rdc_kernel(const cuda_calls& cu, const fatpack::module& m) {
+  const int n = 1 << 20;
+  std::vector<float> x(n), y0(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::sin(0.001f * i) * 3.0f;
+    y0[i] = 0.25f * static_cast<float>(i % 97);
+  }
+  auto k = m.function("rdc_saxpy");
+  EXPECT(k.has_value(), "rdc_saxpy missing");
+  if (!k) return false;
+  CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
+  struct pop_on_exit {
+    const cuda_calls& cu;
+    ~pop_on_exit() {
+      CUcontext c;
+      cu.pop(&c);
+    }
+  } popper{cu};
+  const std::size_t bytes = sizeof(float) * n;
+  CUdeviceptr dx = 0, dy = 0;
+  CU(cu.mem_alloc(&dx, bytes));
+  CU(cu.mem_alloc(&dy, bytes));
+  CU(cu.htod(dx, x.data(), bytes));
+  CU(cu.htod(dy, y0.data(), bytes));
+  int nn = n;
+  float alpha = 1.75f;
+  void* args[] = {&alpha, &dx, &dy, &nn};
+  CU(cu.launch(reinterpret_cast<CUfunction>(*k), static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0, nullptr,
+               args, nullptr));
+  CU(cu.sync());
+  CU(cu.dtoh(y.data(), dy, bytes));
+  cu.mem_free(dx);
+  cu.mem_free(dy);
+  int bad = 0;
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const float want = (2.0f * (alpha * x[i]) + 1.0f) + y0[i];
+    const double e = std::fabs(y[i] - want) / std::max(1.0f, std::fabs(want));
+    worst = std::max(worst, e);
+    if (e > 1e-5) ++bad;
+  }
+  EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
+  std::printf("  kernel: rdc_saxpy (calling a __device__ function of another file) on %d elements matches the CPU "
+              "(worst relative error %.3g)\n", n, worst);
   return bad == 0;
 }
 
@@ -301,6 +353,44 @@ int main(int argc, char** argv) {
       EXPECT(m.report().jit, "chose %s", m.report().target.c_str());
       std::printf("  (f): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
       run_kernels(cu, m);
+    }
+  }
+
+  add_rdc_package("gpu_rdc", false);
+  add_rdc_package("gpu_rdc_reloc", true);
+  std::printf("\n(g) separate compilation: relocatable PTX of two files, one link group -> cuLink links both\n");
+  {
+    auto m = load("gpu_rdc");
+    if (m) {
+      print_report("(g)", m.report());
+      EXPECT(m.report().jit && m.report().target.find("[2 linked parts]") != std::string::npos, "chose %s",
+             m.report().target.c_str());
+      run_rdc_kernel(cu, m);
+    }
+  }
+  std::printf("\n(h) the link group of (g) through nvJitLink\n");
+  {
+    fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
+    auto m = load("gpu_rdc_reloc", fatpack::policy::force_ptx);  // another package: no in-process reuse of (g)
+    fatpack::set_jit_backend(fatpack::jit_backend::culink);
+    if (m) {
+      print_report("(h)", m.report());
+      std::printf("  (h): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
+      run_rdc_kernel(cu, m);
+    }
+  }
+  std::printf("\n(i) a relocatable sm_90 cubin (not device-linked) before that group -> refused, the group loads\n");
+  {
+    auto m = load("gpu_rdc_reloc");
+    if (m) {
+      print_report("(i)", m.report());
+      const auto& at = m.report().attempts;
+      if (h200) {
+        EXPECT(at.size() == 2 && !at[0].ok && at[0].message.find("relocatable cubin") != std::string::npos,
+               "the relocatable cubin was not refused first (%zu attempts)", at.size());
+        if (!at.empty()) std::printf("  (i): entry %zu %s: %s\n", at[0].entry, at[0].target.c_str(), at[0].message.c_str());
+      }
+      run_rdc_kernel(cu, m);
     }
   }
 
