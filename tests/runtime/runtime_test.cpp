@@ -700,4 +700,9 @@ TEST_CASE("separate compilation: a relocatable cubin is refused at load and the 
   CHECK(r.attempts[1].ok);
   CHECK(r.jit);
   CHECK(m.function("rdc_saxpy").has_value());
+  // A bare relocatable cubin handed in by the application is refused when it is added.
+  auto added = fatpack::add_image(reloc.raw.data(), reloc.raw.size(), "rdc_bare");
+  REQUIRE_FALSE(added.ok());
+  CHECK(added.error().message.find("relocatable cubin") != std::string::npos);
+  CHECK(added.error().message.find("_Z9rdc_scalef") != std::string::npos);
 }
