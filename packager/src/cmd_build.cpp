@@ -144,9 +144,8 @@ command_runner add_build_command(CLI::App& app) {
         ++i;
       } else if (a == "-rdc=false" || a == "--relocatable-device-code=false") {
         rdc = false;
-      } else if (a == "-dlto" || a == "--dlink-time-opt" || a.rfind("-gencode", 0) == 0 || a.rfind("--generate-code", 0) == 0) {
-        lto = lto || a == "-dlto" || a == "--dlink-time-opt";
-        if (!lto) throw usage_error{"'" + a + "' after '--': fatpack build chooses the targets (--arch)"};
+      } else if (a == "-dlto" || a == "--dlink-time-opt") {
+        lto = true;
       } else {
         nvcc_args.push_back(a);
       }
