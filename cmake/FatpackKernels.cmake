@@ -16,8 +16,8 @@
 #  - `fatpack pack` makes the package and `fatpack embed` a C++ file that .incbin-s it; the fatpack tool
 #    rewrites its output only when the content changes, and CMake's Ninja generator marks custom
 #    commands restat, so an edit that leaves the package's bytes unchanged stops there;
-#  - the generated C++ file is added to <target> itself: inside a static archive it would be dropped by
-#    the linker. It is C++ rather than a `.S` so a project that enables only CXX can use it, and it
+#  - the generated C++ file is added to <target> itself; for a static library, every link that uses it
+#    gets `-u <the record's symbol>` (an INTERFACE link option), so the archive member is kept. It is C++ rather than a `.S` so a project that enables only CXX can use it, and it
 #    registers the package from a constructor, so a shared library carries its own kernels;
 #  - nvcc is driven directly, so the consumer's project need not enable the CUDA language (and when it
 #    does, CMAKE_CUDA_COMPILER and CMAKE_CUDA_HOST_COMPILER are used).
@@ -145,6 +145,60 @@ function(_fatpack_user_cuda_architectures out_var)
   set(${out_var} "${result}" PARENT_SCOPE)
 endfunction()
 
+# `native`: the compute capabilities of the GPUs present at configure time ("86;90"), as nvidia-smi
+# reports them (`--query-gpu=compute_cap`, the query nvcc's -arch=native answers from the driver).
+# FATPACK_NVIDIA_SMI names the program (an nvidia-smi not on PATH; a stand-in for tests). No GPU, no
+# nvidia-smi or one that fails: a configure error, since a package for no GPU is not what was meant.
+function(_fatpack_native_architectures out_var)
+  get_property(known GLOBAL PROPERTY _FATPACK_NATIVE_ARCHS SET)
+  if(known)
+    get_property(archs GLOBAL PROPERTY _FATPACK_NATIVE_ARCHS)
+    set(${out_var} "${archs}" PARENT_SCOPE)
+    return()
+  endif()
+  if(FATPACK_NVIDIA_SMI)
+    set(smi "${FATPACK_NVIDIA_SMI}")
+  else()
+    find_program(FATPACK_NVIDIA_SMI_FOUND nvidia-smi)
+    set(smi "${FATPACK_NVIDIA_SMI_FOUND}")
+  endif()
+  set(why "")
+  set(archs "")
+  if(NOT smi OR NOT EXISTS "${smi}")
+    if(FATPACK_NVIDIA_SMI)
+      set(why "FATPACK_NVIDIA_SMI=${FATPACK_NVIDIA_SMI} does not exist")
+    else()
+      set(why "nvidia-smi is not on PATH (no NVIDIA driver on this machine?)")
+    endif()
+  else()
+    execute_process(COMMAND "${smi}" --query-gpu=compute_cap --format=csv,noheader
+      OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
+    if(NOT rc EQUAL 0)
+      string(STRIP "${out} ${err}" said)
+      set(why "'${smi} --query-gpu=compute_cap --format=csv,noheader' failed (${rc}): ${said}")
+    else()
+      string(REGEX MATCHALL "[0-9]+\\.[0-9]" caps "${out}")
+      foreach(cap IN LISTS caps)
+        string(REPLACE "." "" cc "${cap}")
+        list(APPEND archs "${cc}")
+      endforeach()
+      list(REMOVE_DUPLICATES archs)
+      list(SORT archs COMPARE NATURAL)
+      if(NOT archs)
+        string(STRIP "${out}" said)
+        set(why "'${smi} --query-gpu=compute_cap --format=csv,noheader' listed no GPU ('${said}')")
+      endif()
+    endif()
+  endif()
+  if(why)
+    message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source} means the GPUs of this "
+      "machine, and none was found: ${why}. Name the architectures (e.g. 75-real 90-real 120-virtual), or set "
+      "FATPACK_NVIDIA_SMI to an nvidia-smi that sees the GPUs.")
+  endif()
+  set_property(GLOBAL PROPERTY _FATPACK_NATIVE_ARCHS "${archs}")
+  set(${out_var} "${archs}" PARENT_SCOPE)
+endfunction()
+
 # CMake CUDA_ARCHITECTURES syntax -> targets "sm_80", "compute_90", "sm_90a", "compute_100f".
 function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
   set(out "")
@@ -174,16 +228,34 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
       continue()
     endif()
     if(item STREQUAL "native")
-      message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source} is not supported: a "
-        "package is built for other machines' GPUs; name the architectures (e.g. 75-real 90-real 120-virtual).")
+      # As nvcc -arch=native: SASS for each GPU present, no PTX.
+      _fatpack_native_architectures(native_archs)
+      foreach(a IN LISTS native_archs)
+        if(NOT a IN_LIST nvcc_archs)
+          string(REPLACE ";" " " have "${nvcc_archs}")
+          message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source}: this machine's GPU "
+            "sm_${a} is not supported by this CUDA toolkit (CUDA ${nvcc_version}, which supports ${have}).")
+        endif()
+        list(APPEND out sm_${a})
+      endforeach()
+      continue()
     endif()
+    # Parsed here, not by CMake: CMake before 3.31.8 refuses the `f` suffix in its own checks.
     if(NOT item MATCHES "^([0-9]+)([af]?)(-real|-virtual)?$")
       message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source} (expected e.g. 90, "
-        "90-real, 120-virtual, 90a-real, 100f, all, all-major).")
+        "90-real, 120-virtual, 90a-real, 100f, all, all-major, native).")
     endif()
     set(arch "${CMAKE_MATCH_1}")
     set(variant "${CMAKE_MATCH_2}")
     set(kind "${CMAKE_MATCH_3}")
+    if(variant STREQUAL "a" AND arch LESS 90)
+      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source}: arch-specific "
+        "variants (a) exist from sm_90 on.")
+    endif()
+    if(variant STREQUAL "f" AND arch LESS 100)
+      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source}: family-specific "
+        "variants (f) exist from sm_100 on.")
+    endif()
     if(NOT arch IN_LIST nvcc_archs)
       string(REPLACE ";" " " have "${nvcc_archs}")
       _fatpack_arch_hint("${arch}" hint)
@@ -321,14 +393,29 @@ function(fatpack_add_kernels target)
       "source is its own module, named after the file).")
   endif()
 
-  # Architectures: the argument, else FATPACK_CUDA_ARCHITECTURES, else a user-set
-  # CMAKE_CUDA_ARCHITECTURES, else the documented default.
+  # Architectures: the argument, else the target's own CUDA_ARCHITECTURES property, else
+  # FATPACK_CUDA_ARCHITECTURES, else a user-set CMAKE_CUDA_ARCHITECTURES, else the documented default.
   _fatpack_find_nvcc(nvcc)
   _fatpack_nvcc_facts("${nvcc}" nvcc_archs nvcc_version)
+  # The property counts when the project set it on the target: CMake initialises it from
+  # CMAKE_CUDA_ARCHITECTURES when the target is made, and that copy is the variable's choice, ranked
+  # below (where CMake's own automatic default does not count).
+  get_target_property(own_archs ${target} CUDA_ARCHITECTURES)
+  if(NOT own_archs OR own_archs MATCHES "^(OFF|FALSE|NO|0)$" OR
+     (DEFINED CMAKE_CUDA_ARCHITECTURES AND "${own_archs}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}"))
+    set(own_archs "")
+  endif()
+  if(own_archs MATCHES "\\$<")
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): the target's CUDA_ARCHITECTURES '${own_archs}' holds a "
+      "generator expression, which the architectures chosen at configure time cannot use; pass CUDA_ARCHITECTURES.")
+  endif()
   # (_fatpack_expand_archs names the source in its errors.)
   if(arg_CUDA_ARCHITECTURES)
     set(spec "${arg_CUDA_ARCHITECTURES}")
     set(arch_source "")
+  elseif(own_archs)
+    set(spec "${own_archs}")
+    set(arch_source " (from the CUDA_ARCHITECTURES property of target '${target}')")
   elseif(FATPACK_CUDA_ARCHITECTURES)
     set(spec "${FATPACK_CUDA_ARCHITECTURES}")
     set(arch_source " (from FATPACK_CUDA_ARCHITECTURES)")
@@ -341,6 +428,8 @@ function(fatpack_add_kernels target)
     endif()
   endif()
   _fatpack_expand_archs("${spec}" "${nvcc_archs}" "${nvcc_version}" gpu_targets)
+  string(REPLACE ";" " " shown_targets "${gpu_targets}")
+  message(VERBOSE "fatpack_add_kernels(${target}): package '${name}' for ${shown_targets}${arch_source}")
 
   _fatpack_tool(tool tool_depends)
 
@@ -449,14 +538,25 @@ function(fatpack_add_kernels target)
 
   set(package "${out_dir}/${name}.fpk")
   string(MAKE_C_IDENTIFIER "${name}" symbol)
+  # The generated file's symbols (`fatpack embed --symbol`): the package name as a C identifier, at
+  # most 48 characters of it, and a hash of target and name. Names are outside input: MAKE_C_IDENTIFIER
+  # leaves only [A-Za-z0-9_], and the hash keeps names that map to the same identifier ("a-b" and
+  # "a_b", or one package name used by two static libraries of one program) from defining one symbol
+  # twice. Stable across build trees (no paths in it).
+  string(SUBSTRING "${symbol}" 0 48 embed_symbol)
+  string(SHA256 embed_hash "${target}\n${name}")
+  string(SUBSTRING "${embed_hash}" 0 12 embed_hash)
+  set(embed_symbol "${embed_symbol}_${embed_hash}")
   set(embed "${out_dir}/${name}.fatpack.cpp")
+  # After `--`: the nvcc options the PTX was compiled with; pack records those its JIT needs
+  # (-maxrregcount, -lineinfo, -G, -Xptxas -O<n>) on the PTX entries.
   add_custom_command(OUTPUT "${package}"
-    COMMAND ${tool} pack -o "${package}" --name "${name}" ${pack_module_args} ${codec_args} ${inputs}
+    COMMAND ${tool} pack -o "${package}" --name "${name}" ${pack_module_args} ${codec_args} ${inputs} -- ${nvcc_options}
     DEPENDS ${inputs} ${tool_depends}
     COMMENT "fatpack: pack ${name}.fpk (${target})"
     VERBATIM)
   add_custom_command(OUTPUT "${embed}"
-    COMMAND ${tool} embed -o "${embed}" --symbol "${symbol}" "${package}"
+    COMMAND ${tool} embed -o "${embed}" --symbol "${embed_symbol}" "${package}"
     DEPENDS "${package}" ${tool_depends}
     COMMENT "fatpack: embed ${name}.fpk (${target})"
     VERBATIM)
@@ -471,6 +571,15 @@ function(fatpack_add_kernels target)
   set_source_files_properties("${embed}" TARGET_DIRECTORY ${target}
     PROPERTIES GENERATED TRUE OBJECT_DEPENDS "${package}")
   target_sources(${target} PRIVATE "${embed}")
+  if(type STREQUAL "STATIC_LIBRARY")
+    # Nothing references the generated object, so a linker would leave its archive member out. Every
+    # link that uses this library (CMake passes INTERFACE_LINK_OPTIONS on through other static
+    # libraries, PRIVATE ones too) asks for the member's record symbol as undefined from the start
+    # (-u), which pulls the member in; the consumer does nothing. Chosen over an object library or
+    # INTERFACE_SOURCES: a link option is a plain string, so it needs no language and survives
+    # install(EXPORT) of the library, where a source path would point into this build tree.
+    target_link_options(${target} INTERFACE "LINKER:-u,fatpack_pkg_${embed_symbol}_record")
+  endif()
 
   set_property(TARGET ${target} APPEND PROPERTY FATPACK_PACKAGES "${name}")
   set_property(TARGET ${target} APPEND PROPERTY FATPACK_PACKAGE_FILES "${package}")

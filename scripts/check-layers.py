@@ -57,6 +57,7 @@ CORE_HEADERS = {
     "target.hpp": "core/rules",
     "arch_table.hpp": "core/rules",
     "select.hpp": "core/rules",
+    "jit_options.hpp": "core/rules",
     "codec.hpp": "core/format",
     "package.hpp": "core/format",
     "package_writer.hpp": "core/format",

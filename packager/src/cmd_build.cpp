@@ -89,9 +89,10 @@ command_runner add_build_command(CLI::App& app) {
   if (const char* env = std::getenv("NVCC"); env && *env) o->nvcc = env;
   CLI::App* cmd = app.add_subcommand(
       "build", "Compile .cu sources with nvcc for an architecture list (one job per target, in parallel) and pack "
-               "them. Arguments after '--' go to nvcc; with -rdc=true "
-               "(or -dc) there, the sources are compiled separately and linked into one module: SASS through nvcc "
-               "-dlink per target, PTX as a link group the runtime JIT-links.");
+               "them. Arguments after '--' go to nvcc; those the JIT needs on a future GPU (-maxrregcount, -lineinfo, -G, "
+               "-Xptxas -O<n>) are also recorded on the PTX entries. With -rdc=true (or -dc) there, the sources are "
+               "compiled separately and linked into one module: SASS through nvcc -dlink per target, PTX as a link "
+               "group the runtime JIT-links.");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
@@ -124,6 +125,8 @@ command_runner add_build_command(CLI::App& app) {
         return exit_failure;
       }
     }
+    // The options the JIT needs for the PTX entries on a GPU newer than the build (jit_options.hpp).
+    const std::string jit_options = jit_options_from_passthrough();
     const int toolkit = nvcc_toolkit_version(o->nvcc);
     // Removed however the build ends (cleanup.hpp): returning, a signal, or (SIGKILL) by the next build.
     temp_dir tmp("fatpack-build");
@@ -209,6 +212,7 @@ command_runner add_build_command(CLI::App& app) {
         e.toolkit_version = std::uint32_t(toolkit);
         // nvcc records an/f target only where it can; the requested target is authoritative.
         e.target.variant = j.target.variant;
+        if (e.target.kind == core::entry_kind::ptx) e.options = jit_options;
         entries.push_back(std::move(e));
       }
       return true;

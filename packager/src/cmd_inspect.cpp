@@ -60,6 +60,7 @@ void print_human(const package_file& pf) {
                   e.target.kind == core::entry_kind::ptx ? e.ptx_isa.str().c_str() : "-", core::codec_name(e.codec),
                   static_cast<unsigned long long>(e.raw_size), static_cast<unsigned long long>(e.stored_size),
                   core::hex16(e.raw_xxh3).c_str(), kernels.c_str());
+      if (!e.options.empty()) std::printf("      options: %s\n", core::printable_text(e.options).c_str());
     }
   }
   std::fflush(stdout);

@@ -4,9 +4,11 @@
 #include "tool.hpp"
 
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/jit_options.hpp"
 #include "fatpack/core/package.hpp"
 
 #include <iostream>
+#include <set>
 
 namespace fatpack::tool {
 
@@ -56,8 +58,41 @@ std::size_t form_link_groups(std::vector<core::entry_input>& entries) {
   return groups;
 }
 
+std::string jit_options_from_passthrough() {
+  const core::recorded_options r = core::ptxas_options_from_nvcc(passthrough_args());
+  if (!r.invalid.empty()) {
+    std::string list;
+    for (const auto& w : r.invalid) list += (list.empty() ? "" : ", ") + w;
+    throw usage_error{"nvcc options after '--': " + list};
+  }
+  return r.text;
+}
+
+bool check_recorded_options(const std::string& output, const std::vector<core::entry_input>& entries) {
+  std::set<std::string> warned;
+  for (const auto& e : entries) {
+    if (e.target.kind != core::entry_kind::ptx || e.options.empty()) continue;
+    const core::jit_options o = core::parse_jit_options(e.options);
+    const std::string where = output + ": " + (e.origin.empty() ? e.module_name : e.origin);
+    if (!o.invalid.empty()) {
+      std::string list;
+      for (const auto& w : o.invalid) list += (list.empty() ? "" : ", ") + w;
+      print_error(where + ": invalid ptxas options: " + list);
+      return false;
+    }
+    if (o.ignored.empty()) continue;
+    std::string list;
+    for (const auto& w : o.ignored) list += (list.empty() ? "" : " ") + w;
+    if (warned.insert(list).second)
+      print_warning(where + ": ptxas options the JIT cannot apply (recorded, not passed to it on a GPU that needs the "
+                            "PTX): " + list);
+  }
+  return true;
+}
+
 int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
                        const codec_options& copts, bool verbose) {
+  if (!check_recorded_options(output, entries)) return exit_failure;
   auto c = core::parse_codec(copts.codec);
   if (!c) throw usage_error{c.error().message};
   core::pack_options opts;
@@ -94,7 +129,9 @@ command_runner add_pack_command(CLI::App& app) {
   };
   auto o = std::make_shared<options>();
   CLI::App* cmd = app.add_subcommand(
-      "pack", "Pack cubins, PTX files and nvcc fatbins into one package (kinds detected from content)");
+      "pack", "Pack cubins, PTX files and nvcc fatbins into one package (kinds detected from content). Arguments "
+              "after '--': the nvcc options the PTX files were compiled with; those the JIT needs (-maxrregcount, "
+              "-lineinfo, -G, -Xptxas -O<n>) are recorded on them (fatbins record their own).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name the runtime looks up (default: output file name without extension)");
   cmd->add_option("--module", o->module,
@@ -106,6 +143,7 @@ command_runner add_pack_command(CLI::App& app) {
   cmd->add_flag("-v,--verbose", o->verbose, "Print a summary line");
   cmd->add_option("inputs", o->inputs, "cubin, PTX or nvcc fatbin files")->required();
   return [o]() {
+    const std::string jit_options = jit_options_from_passthrough();
     std::vector<core::entry_input> entries;
     for (const auto& path : o->inputs) {
       auto bytes = read_file(path);
@@ -118,7 +156,11 @@ command_runner add_pack_command(CLI::App& app) {
         print_error(imported.error().message);
         return exit_failure;
       }
-      for (auto& e : *imported) entries.push_back(std::move(e));
+      const bool ptx_file = core::detect_input(core::byte_span(*bytes)) == core::input_kind::ptx;
+      for (auto& e : *imported) {
+        if (ptx_file) e.options = jit_options;
+        entries.push_back(std::move(e));
+      }
     }
     if (o->link) form_link_groups(entries);
     return write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name, entries,

@@ -28,8 +28,17 @@ std::string module_name_of(const std::string& path);
 // order. Returns the number of groups made.
 std::size_t form_link_groups(std::vector<core::entry_input>& entries);
 
-// Writes the package atomically (only when its content changed). Returns the exit code and prints
-// diagnostics; with verbose, prints a one-line summary on stdout.
+// The ptxas options to record on PTX entries compiled with the nvcc arguments after '--'
+// (core::ptxas_options_from_nvcc); a bad value there is a usage error (thrown) naming it.
+std::string jit_options_from_passthrough();
+
+// The options recorded on PTX entries (fatpack/core/jit_options.hpp): false, with an error printed,
+// when one has an invalid value; a warning (once per distinct list) for options no JIT can apply.
+bool check_recorded_options(const std::string& output, const std::vector<core::entry_input>& entries);
+
+// Checks the recorded options (above), then writes the package atomically (only when its content
+// changed). Returns the exit code and prints diagnostics; with verbose, prints a one-line summary on
+// stdout.
 int write_package_file(const std::string& output, const std::string& name, const std::vector<core::entry_input>& entries,
                        const codec_options& codec, bool verbose);
 

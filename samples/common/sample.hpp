@@ -1,5 +1,6 @@
 // What the C++ samples share: their command line, how they report a load and fail, and the few CUDA
-// driver calls they make. The samples do not link libcuda: they take the driver's entry points
+// driver calls they make (memory; kernels are launched through fatpack's typed launch,
+// module::kernel<Args...>). The samples do not link libcuda: they take the driver's entry points
 // through fatpack (fatpack::driver_entry_point), so they start on a machine without a driver and say
 // what is missing, like a product would.
 //
@@ -14,6 +15,7 @@
 #include <cuda.h>
 #include <fatpack/fatpack.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -79,7 +81,6 @@ struct driver {
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
-  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
   decltype(&::cuGetErrorName) get_error_name = nullptr;
 
   // "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY" into `message`; true when ok.
@@ -107,7 +108,7 @@ inline fatpack::result<driver> load_driver() {
   for (auto s : {entry_point(d.ctx_set_current, "cuCtxSetCurrent"), entry_point(d.ctx_synchronize, "cuCtxSynchronize"),
                  entry_point(d.mem_alloc, "cuMemAlloc"), entry_point(d.mem_free, "cuMemFree"),
                  entry_point(d.memcpy_htod, "cuMemcpyHtoD"), entry_point(d.memcpy_dtoh, "cuMemcpyDtoH"),
-                 entry_point(d.launch_kernel, "cuLaunchKernel"), entry_point(d.get_error_name, "cuGetErrorName")})
+                 entry_point(d.get_error_name, "cuGetErrorName")})
     if (!s) return s.error();
   return d;
 }
@@ -135,7 +136,12 @@ class device_buffer {
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
   explicit operator bool() const { return ptr_ != 0; }
-  CUdeviceptr& get() { return ptr_; }
+  CUdeviceptr get() const { return ptr_; }
+  // The memory as a kernel argument: buffer.as<const float>() is a const float*.
+  template <class T>
+  T* as() const {
+    return reinterpret_cast<T*>(static_cast<std::uintptr_t>(ptr_));
+  }
 
  private:
   const driver& d_;

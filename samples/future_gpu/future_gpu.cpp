@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   else
     std::printf("  this GPU has SASS in the package: nothing to compile (the sample is meant for a GPU newer than sm_89)\n");
 
-  auto kernel = module->function("poly");
+  auto kernel = module->kernel<const float*, float*, int>("poly");
   if (!kernel) return sample::fail(opt, kernel.error());
   if (opt.load_only) {
     std::printf("loaded; --load-only: not running the kernel\n");
@@ -53,12 +53,10 @@ int main(int argc, char** argv) {
   const std::size_t bytes = sizeof(float) * n;
   sample::device_buffer dx(cu, bytes, err), dy(cu, bytes, err);
   if (!dx || !dy) return sample::fail(opt, err.c_str());
-  int count = n;
-  void* args[] = {&dx.get(), &dy.get(), &count};
-  if (!cu.check(cu.memcpy_htod(dx.get(), x.data(), bytes), "cuMemcpyHtoD", err) ||
-      !cu.check(cu.launch_kernel(kernel.value(), (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr),
-                "cuLaunchKernel", err) ||
-      !cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
+  if (!cu.check(cu.memcpy_htod(dx.get(), x.data(), bytes), "cuMemcpyHtoD", err)) return sample::fail(opt, err.c_str());
+  if (fatpack::status s = kernel->launch((n + 255) / 256, 256, 0, nullptr, dx.as<const float>(), dy.as<float>(), n); !s)
+    return sample::fail(opt, s.error());
+  if (!cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
       !cu.check(cu.memcpy_dtoh(y.data(), dy.get(), bytes), "cuMemcpyDtoH", err))
     return sample::fail(opt, err.c_str());
   // Different JIT paths emit different SASS (and may contract to FMA differently): compare with a tolerance.

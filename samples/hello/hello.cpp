@@ -16,7 +16,9 @@ int main(int argc, char** argv) {
   auto module = fatpack::load_module("vector_add", where);
   if (!module) return sample::fail(opt, module.error());
   sample::print_report(module->report());
-  auto kernel = module->function("vector_add");
+  // The kernel with its argument types: checked once against its real parameters (count, offsets,
+  // sizes), then launched with values.
+  auto kernel = module->kernel<const float*, const float*, float*, int>("vector_add");
   if (!kernel) return sample::fail(opt, kernel.error());
   if (opt.load_only) {
     std::printf("loaded; --load-only: not running the kernel\n");
@@ -38,14 +40,15 @@ int main(int argc, char** argv) {
   const std::size_t bytes = sizeof(float) * n;
   sample::device_buffer da(cu, bytes, err), db(cu, bytes, err), dc(cu, bytes, err);
   if (!da || !db || !dc) return sample::fail(opt, err.c_str());
-  int count = n;
-  void* args[] = {&da.get(), &db.get(), &dc.get(), &count};
   const unsigned threads = 256, blocks = (n + threads - 1) / threads;
   if (!cu.check(cu.memcpy_htod(da.get(), a.data(), bytes), "cuMemcpyHtoD", err) ||
-      !cu.check(cu.memcpy_htod(db.get(), b.data(), bytes), "cuMemcpyHtoD", err) ||
-      !cu.check(cu.launch_kernel(kernel.value(), blocks, 1, 1, threads, 1, 1, 0, nullptr, args, nullptr),
-                "cuLaunchKernel", err) ||
-      !cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
+      !cu.check(cu.memcpy_htod(db.get(), b.data(), bytes), "cuMemcpyHtoD", err))
+    return sample::fail(opt, err.c_str());
+  if (fatpack::status s = kernel->launch(blocks, threads, 0, nullptr, da.as<const float>(), db.as<const float>(),
+                                         dc.as<float>(), n);
+      !s)
+    return sample::fail(opt, s.error());
+  if (!cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
       !cu.check(cu.memcpy_dtoh(c.data(), dc.get(), bytes), "cuMemcpyDtoH", err))
     return sample::fail(opt, err.c_str());
 

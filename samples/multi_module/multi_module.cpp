@@ -14,11 +14,6 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-struct loaded {
-  fatpack::module module;
-  fatpack::cu_function kernel = nullptr;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,36 +38,41 @@ int main(int argc, char** argv) {
   if (fatpack::status s = warm.wait(); !s) return sample::fail(opt, s.error());
   std::printf("warm-up: done after %.3f ms more\n", ms_since(t1));
 
-  // 4. Load every module; the ones warm-up compiled report their SASS as reused.
-  struct want {
-    const char* package;
-    const char* module;
-    const char* kernel;
-  };
-  const want wanted[] = {{"mm_core", "vector_add", "vector_add"},
-                         {"mm_core", "saxpy", "saxpy"},
-                         {"mm_extra", "scale", "scale"},
-                         {"mm_extra", "block_sum", "block_sum"}};
-  std::vector<loaded> kernels;
-  for (const want& w : wanted) {
+  // 4. Load every module; the ones warm-up compiled report their SASS as reused. Each kernel is
+  // looked up with its argument types (checked against its parameters) and keeps its module loaded.
+  auto load = [&](const char* package, const char* module) -> fatpack::result<fatpack::module> {
     fatpack::load_options where;
-    where.package = w.package;
-    auto m = fatpack::load_module(w.module, where);
-    if (!m) return sample::fail(opt, m.error());
+    where.package = package;
+    auto m = fatpack::load_module(module, where);
+    if (!m) return m;
     const fatpack::load_report& r = m->report();
-    std::printf("%s/%s: entry %zu %s (%s), %.3f ms\n", w.package, w.module, r.entry, r.target.c_str(),
+    std::printf("%s/%s: entry %zu %s (%s), %.3f ms\n", package, module, r.entry, r.target.c_str(),
                 !r.jit ? "SASS" : r.jit_reused ? "JIT from PTX, SASS reused" : "JIT from PTX", r.total_ms);
-    auto f = m->function(w.kernel);
-    if (!f) return sample::fail(opt, f.error());
-    kernels.push_back({std::move(m.value()), f.value()});
-  }
+    return m;
+  };
+  auto add_module = load("mm_core", "vector_add");
+  if (!add_module) return sample::fail(opt, add_module.error());
+  auto add = add_module->kernel<const float*, const float*, float*, int>("vector_add");  // y = a + b
+  auto saxpy_module = load("mm_core", "saxpy");
+  if (!saxpy_module) return sample::fail(opt, saxpy_module.error());
+  auto saxpy = saxpy_module->kernel<float, const float*, float*, int>("saxpy");  // y += alpha * x
+  auto scale_module = load("mm_extra", "scale");
+  if (!scale_module) return sample::fail(opt, scale_module.error());
+  auto scale = scale_module->kernel<float*, float, int>("scale");  // x *= factor
+  auto sum_module = load("mm_extra", "block_sum");
+  if (!sum_module) return sample::fail(opt, sum_module.error());
+  auto block_sum = sum_module->kernel<const float*, float*, int>("block_sum");  // partial sums
+  for (const fatpack::status& s : {add ? fatpack::status() : add.error(), saxpy ? fatpack::status() : saxpy.error(),
+                                   scale ? fatpack::status() : scale.error(),
+                                   block_sum ? fatpack::status() : block_sum.error()})
+    if (!s) return sample::fail(opt, s.error());
   if (opt.load_only) {
     std::printf("loaded; --load-only: not running the kernels\n");
     return 0;
   }
 
   // 5. y = 2 * (a + b) + a; sum(y), each step a kernel of another module.
-  auto drv = sample::driver_for(kernels[0].module);
+  auto drv = sample::driver_for(add_module.value());  // allocate in the modules' context
   if (!drv) return sample::fail(opt, drv.error());
   const sample::driver& cu = drv.value();
   std::string err;
@@ -80,20 +80,18 @@ int main(int argc, char** argv) {
   const unsigned blocks = (n + 255) / 256;
   sample::device_buffer da(cu, bytes, err), db(cu, bytes, err), dy(cu, bytes, err), dp(cu, blocks * sizeof(float), err);
   if (!da || !db || !dy || !dp) return sample::fail(opt, err.c_str());
-  int count = n;
-  float two = 2.0f, one = 1.0f;
-  void* add_args[] = {&da.get(), &db.get(), &dy.get(), &count};  // y = a + b
-  void* scale_args[] = {&dy.get(), &two, &count};                 // y *= 2
-  void* saxpy_args[] = {&one, &da.get(), &dy.get(), &count};      // y += a
-  void* sum_args[] = {&dy.get(), &dp.get(), &count};              // partial sums of y
-  auto launch = [&](fatpack::cu_function f, void** args) {
-    return cu.check(cu.launch_kernel(f, blocks, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel", err);
-  };
   std::vector<float> partial(blocks);
   if (!cu.check(cu.memcpy_htod(da.get(), a.data(), bytes), "cuMemcpyHtoD", err) ||
-      !cu.check(cu.memcpy_htod(db.get(), b.data(), bytes), "cuMemcpyHtoD", err) || !launch(kernels[0].kernel, add_args) ||
-      !launch(kernels[2].kernel, scale_args) || !launch(kernels[1].kernel, saxpy_args) ||
-      !launch(kernels[3].kernel, sum_args) || !cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
+      !cu.check(cu.memcpy_htod(db.get(), b.data(), bytes), "cuMemcpyHtoD", err))
+    return sample::fail(opt, err.c_str());
+  const fatpack::dims grid(blocks), block(256);
+  for (const fatpack::status& s :
+       {add->launch(grid, block, 0, nullptr, da.as<const float>(), db.as<const float>(), dy.as<float>(), n),  // y = a + b
+        scale->launch(grid, block, 0, nullptr, dy.as<float>(), 2.0f, n),                                  // y *= 2
+        saxpy->launch(grid, block, 0, nullptr, 1.0f, da.as<const float>(), dy.as<float>(), n),            // y += a
+        block_sum->launch(grid, block, 0, nullptr, dy.as<const float>(), dp.as<float>(), n)})           // partial sums
+    if (!s) return sample::fail(opt, s.error());
+  if (!cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
       !cu.check(cu.memcpy_dtoh(y.data(), dy.get(), bytes), "cuMemcpyDtoH", err) ||
       !cu.check(cu.memcpy_dtoh(partial.data(), dp.get(), blocks * sizeof(float)), "cuMemcpyDtoH", err))
     return sample::fail(opt, err.c_str());

@@ -1,21 +1,16 @@
 // runtime-api: a CUDA runtime (cudart) application that uses fatpack-loaded kernels. cudart owns the
 // memory, the stream and the events; fatpack loads the kernels into the same primary context (it
-// uses cuDevicePrimaryCtxRetain, as cudart does) and the program launches them with cuLaunchKernel
+// uses cuDevicePrimaryCtxRetain, as cudart does) and the program launches them with fatpack's typed launch
 // on its own stream. See README.md and docs/runtime.md §3.
+#include "cudart_sample.hpp"
 #include "sample.hpp"
-
-#include <cuda_runtime.h>
 
 #include <cmath>
 #include <vector>
 
 namespace {
 
-bool ok(cudaError_t e, const char* call, std::string& message) {
-  if (e == cudaSuccess) return true;
-  message = std::string(call) + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
-  return false;
-}
+const auto ok = sample::cudart_ok;  // ok(cudaCall(...), "cudaCall", message)
 
 }  // namespace
 
@@ -44,18 +39,15 @@ int main(int argc, char** argv) {
   if (!axpy) return sample::fail(opt, axpy.error());
   sample::print_report(add->report());
   sample::print_report(axpy->report());
-  auto add_fn = add->function("vector_add");
-  auto axpy_fn = axpy->function("saxpy");
+  // The kernels with their argument types, checked once against their real parameters.
+  auto add_fn = add->kernel<const float*, const float*, float*, int>("vector_add");
+  auto axpy_fn = axpy->kernel<float, const float*, float*, int>("saxpy");
   if (!add_fn) return sample::fail(opt, add_fn.error());
   if (!axpy_fn) return sample::fail(opt, axpy_fn.error());
   if (opt.load_only) {
     std::printf("loaded; --load-only: not running the kernels\n");
     return 0;
   }
-
-  // cuLaunchKernel through the driver fatpack loaded: the program does not link libcuda.
-  decltype(&::cuLaunchKernel) launch = nullptr;
-  if (fatpack::status s = sample::entry_point(launch, "cuLaunchKernel"); !s) return sample::fail(opt, s.error());
 
   const int n = 1 << 22;
   const std::size_t bytes = sizeof(float) * n;
@@ -67,13 +59,8 @@ int main(int argc, char** argv) {
   float *da = nullptr, *db = nullptr, *dc = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
-  float alpha = 0.5f;
-  int count = n;
-  void* add_args[] = {&da, &db, &dc, &count};      // c = a + b
-  void* axpy_args[] = {&alpha, &da, &dc, &count};  // c += 0.5 * a
   const unsigned blocks = (n + 255) / 256;
   float kernel_ms = 0;
-  CUresult launched = CUDA_SUCCESS;
   bool good = ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate", err) &&
               ok(cudaEventCreate(&start), "cudaEventCreate", err) && ok(cudaEventCreate(&stop), "cudaEventCreate", err) &&
               ok(cudaMalloc(&da, bytes), "cudaMalloc", err) && ok(cudaMalloc(&db, bytes), "cudaMalloc", err) &&
@@ -82,12 +69,12 @@ int main(int argc, char** argv) {
               ok(cudaMemcpyAsync(db, b.data(), bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync", err) &&
               ok(cudaEventRecord(start, stream), "cudaEventRecord", err);
   if (good) {
-    // A cudaStream_t is a CUstream: the kernels queue behind the copies on the program's own stream.
-    launched = launch(add_fn.value(), blocks, 1, 1, 256, 1, 1, 0, reinterpret_cast<CUstream>(stream), add_args, nullptr);
-    if (launched == CUDA_SUCCESS)
-      launched = launch(axpy_fn.value(), blocks, 1, 1, 256, 1, 1, 0, reinterpret_cast<CUstream>(stream), axpy_args, nullptr);
-    if (launched != CUDA_SUCCESS) {
-      err = "cuLaunchKernel failed: CUresult " + std::to_string(int(launched));
+    // The typed launch takes the cudaStream_t as it is (a CUstream): the kernels queue behind the
+    // copies on the program's own stream, in the modules' context (cudart's primary context).
+    fatpack::status s = add_fn->launch(blocks, 256, 0, stream, da, db, dc, n);  // c = a + b
+    if (s) s = axpy_fn->launch(blocks, 256, 0, stream, 0.5f, da, dc, n);      // c += 0.5 * a
+    if (!s) {
+      err = s.error().what();
       good = false;
     }
   }

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   auto module = fatpack::load_module("rdc", where);
   if (!module) return sample::fail(opt, module.error());
   sample::print_report(module->report());
-  auto kernel = module->function("rdc_saxpy");
+  // The kernel with its argument types, checked once against its real parameters.
+  auto kernel = module->kernel<float, const float*, float*, int>("rdc_saxpy");
   if (!kernel) return sample::fail(opt, kernel.error());
   if (opt.load_only) {
     std::printf("loaded; --load-only: not running the kernel\n");
@@ -40,14 +41,13 @@ int main(int argc, char** argv) {
   const std::size_t bytes = sizeof(float) * n;
   sample::device_buffer dx(cu, bytes, err), dy(cu, bytes, err);
   if (!dx || !dy) return sample::fail(opt, err.c_str());
-  int count = n;
-  void* args[] = {&alpha, &dx.get(), &dy.get(), &count};
   const unsigned threads = 256, blocks = (n + threads - 1) / threads;
   if (!cu.check(cu.memcpy_htod(dx.get(), x.data(), bytes), "cuMemcpyHtoD", err) ||
-      !cu.check(cu.memcpy_htod(dy.get(), y.data(), bytes), "cuMemcpyHtoD", err) ||
-      !cu.check(cu.launch_kernel(kernel.value(), blocks, 1, 1, threads, 1, 1, 0, nullptr, args, nullptr),
-                "cuLaunchKernel", err) ||
-      !cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
+      !cu.check(cu.memcpy_htod(dy.get(), y.data(), bytes), "cuMemcpyHtoD", err))
+    return sample::fail(opt, err.c_str());
+  if (fatpack::status s = kernel->launch(blocks, threads, 0, nullptr, alpha, dx.as<const float>(), dy.as<float>(), n); !s)
+    return sample::fail(opt, s.error());
+  if (!cu.check(cu.ctx_synchronize(), "cuCtxSynchronize", err) ||
       !cu.check(cu.memcpy_dtoh(out.data(), dy.get(), bytes), "cuMemcpyDtoH", err))
     return sample::fail(opt, err.c_str());
 

@@ -303,6 +303,45 @@ rdc)
   run 0 "$fatpack" extract -o ex l.fpk
   [ -s ex/m.compute_90.part0.ptx ] && [ -s ex/m.compute_90.part1.ptx ] || { ls ex; fail "extract did not name the parts"; }
   ;;
+jit_options)
+  # The nvcc options the JIT needs are recorded on the PTX entries and reach the driver's JIT
+  # (the fake driver logs the CUjit_option values it was given).
+  run 0 "$fatpack" build -o o.fpk --arch 80-virtual "$src/tests/kernels/vadd.cu" -- \
+    -maxrregcount=32 -lineinfo -Xptxas -O2,--warn-on-spills --use_fast_math
+  expect_in err.txt "^fatpack: warning: o.fpk: .*vadd.cu \\(compute_80\\): ptxas options the JIT cannot apply .*: --warn-on-spills$"
+  run 0 "$fatpack" inspect --json o.fpk
+  json "o=d['packages'][0]['entries'][0]['options']; assert o=='-maxrregcount=32 --generate-line-info -O2 --warn-on-spills', o"
+  run 0 "$fatpack" inspect o.fpk
+  expect_in out.txt "^      options: -maxrregcount=32 --generate-line-info -O2 --warn-on-spills$"
+  FAKECUDA_DEVICES=90 FAKECUDA_JIT_LOG=$work/jit.log FATPACK_CACHE_DISABLE=1 run 0 "$PROBE" --package o.fpk load vadd
+  expect_in out.txt "load vadd device=0 ok entry=0 target=compute_80"
+  expect_in jit.log " culink sm_90 [0-9a-f]{16} opts=O2,maxrregcount=32,lineinfo vadd: compute_80"
+  # A bad value refuses the build before nvcc runs, and leaves no package.
+  run 2 "$fatpack" build -o bad.fpk --arch 80-virtual "$src/tests/kernels/vadd.cu" -- -maxrregcount -5
+  expect_in err.txt "^fatpack: error: nvcc options after '--': -maxrregcount=-5: not a register count \\(1\\.\\.255\\)"
+  [ ! -e bad.fpk ] || fail "a refused build left bad.fpk behind"
+  # nvcc's fatbins carry the options already: pack keeps them; a hostile value in one is refused.
+  nvcc -fatbin -gencode arch=compute_80,code=compute_80 -maxrregcount=32 -lineinfo -Xptxas -v \
+    -o o.fatbin "$src/tests/kernels/vadd.cu" || fail "nvcc -fatbin"
+  run 0 "$fatpack" pack -o f.fpk o.fatbin
+  [ ! -s err.txt ] || fail "pack warned about nvcc's own options: $(cat err.txt)"
+  run 0 "$fatpack" inspect --json f.fpk
+  json "o=d['packages'][0]['entries'][0]['options'].split(); assert sorted(o)==['--generate-line-info','-maxrregcount=32','-v'], o"
+  # pack of PTX files records the options after '--' (what the CMake macro passes); fatbins keep theirs.
+  run 0 "$fatpack" pack -o m.fpk --name m "$art/vadd.compute_90.ptx" o.fatbin -- -maxrregcount 64 -G -O3
+  run 0 "$fatpack" inspect --json m.fpk
+  json "o=[e['options'] for e in d['packages'][0]['entries']]; assert o[0]=='-maxrregcount=64 -g', o; assert '-maxrregcount=32' in o[1], o"
+  run 2 "$fatpack" pack -o m.fpk "$art/vadd.compute_90.ptx" -- -Xptxas -O9
+  expect_in err.txt "^fatpack: error: nvcc options after '--': -O9: not an optimization level \\(0\\.\\.4\\)"
+  python3 - o.fatbin <<'PY' || fail "could not plant a bad value"
+import sys; p = sys.argv[1]; b = open(p, 'rb').read()
+assert b.count(b'-maxrregcount=32') == 1
+open(p, 'wb').write(b.replace(b'-maxrregcount=32', b'-maxrregcount=-5'))
+PY
+  run 1 "$fatpack" pack -o g.fpk o.fatbin
+  expect_in err.txt "^fatpack: error: g.fpk: o.fatbin: fatbin entry 0 .*: invalid ptxas options: -maxrregcount=-5: not a register count"
+  [ ! -e g.fpk ] || fail "a refused pack left g.fpk behind"
+  ;;
 plan)
   run 0 "$fatpack" pack -o p.fpk --name p "${cubins[@]}" "$art/vadd.compute_80.ptx"
   run 0 "$fatpack" plan --json --gpu sm_90 --gpu sm_86 --gpu sm_120 --gpu 20.0 p.fpk
@@ -343,7 +382,10 @@ CPP
   run 0 g++ -std=c++17 -O2 -fPIE -pie -Wl,--gc-sections main.cpp e.cpp -o app
   run 0 ./app
   expect_in out.txt "^embedded_demo 52504b46 1 $(stat -c %s e.fpk) 0$"
-  expect_in out.txt "records 1 registered 1"
+  # No constructor registers it any more: the runtime finds the record through the note.
+  expect_in out.txt "records 1 registered 0"
+  run 0 readelf -nW app
+  expect_in out.txt "^ *fatpack +0x00000008"
   # The tool finds the package inside the executable by its magic.
   run 0 "$fatpack" inspect app
   expect_in out.txt "package 'embedded_demo'"
@@ -356,6 +398,8 @@ CPP
   run 0 g++ -std=c++17 main.cpp e_s.o -o app_s
   run 0 ./app_s
   expect_in out.txt "records 1 registered 0"
+  run 0 readelf -nW app_s
+  expect_in out.txt "^ *fatpack +0x00000008"
   # The generated file changes when the package changes (so dependent objects rebuild).
   cp e.cpp e.before.cpp
   run 0 "$fatpack" pack -o e.fpk --name embedded_demo "${cubins[0]}"

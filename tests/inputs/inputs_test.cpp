@@ -284,6 +284,38 @@ TEST_CASE("parse_ptx: ISA, target and kernels of real nvcc output") {
         std::set<std::string>{"_Z8kern_cppPf", "kern_c", "_Z11kern_staticPf", "_Z9kern_tmplIfEvPT_", "_Z9kern_tmplIiEvPT_"});
 }
 
+TEST_CASE("parse_ptx: kernel parameters, laid out as cuLaunchKernel reads them") {
+  auto offsets = [](const std::optional<std::vector<ptx_param>>& ps) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    if (ps)
+      for (const auto& p : *ps) out.emplace_back(p.offset, p.size);
+    return out;
+  };
+  using layout = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+  // typed.cu: mix(const float*, char, double, int, float*), affine(const float*, float*), by nvcc.
+  auto pi = parse_ptx(byte_span(art("typed.compute_80.ptx")), "typed.ptx");
+  REQUIRE_MESSAGE(pi.has_value(), (pi ? "" : pi.error().message));
+  REQUIRE(pi->kernels == std::vector<std::string>{"affine", "mix"});
+  REQUIRE(pi->params.size() == 2);
+  CHECK(offsets(pi->params[0]) == layout{{0, 8}, {8, 8}});
+  CHECK(offsets(pi->params[1]) == layout{{0, 8}, {8, 1}, {16, 8}, {24, 4}, {32, 8}});
+
+  const std::string src =
+      ".version 9.0\n.target sm_90\n"
+      ".entry s(.param .u8 c, .param .align 4 .b8 v[12], .param .u64 .ptr .global .align 16 p)\n{ ret; }\n"
+      ".entry none()\n{ ret; }\n"
+      ".entry odd(.param .u8 c, .param .weird w)\n{ ret; }\n"
+      ".entry bare\n{ ret; }\n";
+  auto t = parse_ptx(byte_span(text(src)), "t.ptx");
+  REQUIRE_MESSAGE(t.has_value(), (t ? "" : t.error().message));
+  REQUIRE(t->params.size() == 4);
+  // The struct is 4-aligned after the char; the pointer's .align is its pointee's, so it sits at 16.
+  CHECK(offsets(t->params[0]) == layout{{0, 1}, {4, 12}, {16, 8}});
+  CHECK((t->params[1] && t->params[1]->empty()));
+  CHECK_FALSE(t->params[2].has_value());  // a type this reader does not know: unknown, not an error
+  CHECK_FALSE(t->params[3].has_value());  // no list at all
+}
+
 TEST_CASE("parse_ptx is not fooled by comments, strings and layout") {
   const std::string src =
       "// .version 1.0 in a comment\n"

@@ -48,8 +48,9 @@ inline std::vector<std::uint8_t> with_version(std::vector<std::uint8_t> ptx, con
 }
 
 // Registers package `name` holding module `module` (default: `name`) built from artifacts ("file" or
-// "file@isa": PTX with its .version rewritten).
-inline void add_package(const std::string& name, const std::vector<std::string>& items, std::string module = {}) {
+// "file@isa": PTX with its .version rewritten); its PTX entries record `ptx_options` (ptxas syntax).
+inline void add_package(const std::string& name, const std::vector<std::string>& items, std::string module = {},
+                        const std::string& ptx_options = {}) {
   if (module.empty()) module = name;
   std::vector<fatpack::core::entry_input> entries;
   for (const auto& item : items) {
@@ -61,7 +62,10 @@ inline void add_package(const std::string& name, const std::vector<std::string>&
       std::printf("FAIL: import %s: %s\n", item.c_str(), r.error().message.c_str());
       std::exit(1);
     }
-    for (auto& e : r.value()) entries.push_back(std::move(e));
+    for (auto& e : r.value()) {
+      if (e.target.kind == fatpack::core::entry_kind::ptx) e.options = ptx_options;
+      entries.push_back(std::move(e));
+    }
   }
   auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
   if (!pkg) {

@@ -11,9 +11,11 @@
 //       reason and an older PTX is used; the driver's own refusal (cuLinkAddData -> 222) is shown too;
 //   (e) a bare cubin handed in by the application loads and runs;
 //   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent);
-//   (g) separate compilation: a link group of two files' relocatable PTX (a kernel calling a
-//       __device__ function of the other file) JIT-linked by cuLink, and (h) by nvJitLink, runs right;
-//   (i) a relocatable sm_90 cubin before that group is refused by the runtime, and the group loads.
+//   (g) a PTX entry that records -maxrregcount=32 (regs.cu, about 130 registers without it) is
+//       compiled within 32 registers (CU_FUNC_ATTRIBUTE_NUM_REGS), through cuLink and nvJitLink;
+//   (h) separate compilation: a link group of two files' relocatable PTX (a kernel calling a
+//       __device__ function of the other file) JIT-linked by cuLink, and (i) by nvJitLink, runs right;
+//   (j) a relocatable sm_90 cubin before that group is refused by the runtime, and the group loads.
 // Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
 //
@@ -56,6 +58,7 @@ struct cuda_calls {
   decltype(&::cuDevicePrimaryCtxRetain) retain = nullptr;
   decltype(&::cuDevicePrimaryCtxRelease) release = nullptr;
   decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuFuncGetAttribute) func_attribute = nullptr;
 };
 
 template <class F>
@@ -79,6 +82,7 @@ cuda_calls load_calls() {
   get(c.retain, "cuDevicePrimaryCtxRetain");
   get(c.release, "cuDevicePrimaryCtxRelease");
   get(c.device_get, "cuDeviceGet");
+  get(c.func_attribute, "cuFuncGetAttribute");
   return c;
 }
 
@@ -356,39 +360,68 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::printf("\n(g) -maxrregcount=32 recorded on a PTX entry reaches the JIT (cuLink, then nvJitLink)\n");
+  {
+    add_package("gpu_regs", {"regs.compute_80.ptx"});
+    add_package("gpu_regs32", {"regs.compute_80.ptx"}, "gpu_regs32", "-maxrregcount=32");
+    auto registers = [&](const char* package) {
+      auto m = load(package);
+      if (!m) return -1;
+      print_report(package, m.report());
+      auto f = m.function("_Z4regsPfPKfi");
+      if (!f) {
+        EXPECT(false, "%s: %s", package, f.error().what());
+        return -1;
+      }
+      int n = -1;
+      CUresult r = cu.func_attribute(&n, CU_FUNC_ATTRIBUTE_NUM_REGS, f.value());
+      EXPECT(r == CUDA_SUCCESS, "cuFuncGetAttribute(NUM_REGS) -> %d", static_cast<int>(r));
+      std::printf("  (g) %s: %d registers via %s\n", package, n, m.report().jit_path.c_str());
+      return n;
+    };
+    const int free_regs = registers("gpu_regs"), limited = registers("gpu_regs32");
+    EXPECT(free_regs > 32, "without options: %d registers (the test needs a kernel above 32)", free_regs);
+    EXPECT(limited > 0 && limited <= 32, "with -maxrregcount=32: %d registers", limited);
+    // The same through nvJitLink: another package name, so nothing is reused from the cuLink load.
+    add_package("gpu_regs32_nvj", {"regs.compute_80.ptx"}, "gpu_regs32_nvj", "-maxrregcount=32");
+    fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
+    const int nvj = registers("gpu_regs32_nvj");
+    fatpack::set_jit_backend(fatpack::jit_backend::culink);
+    EXPECT(nvj > 0 && nvj <= 32, "with -maxrregcount=32 via nvJitLink: %d registers", nvj);
+  }
   add_rdc_package("gpu_rdc", false);
   add_rdc_package("gpu_rdc_reloc", true);
-  std::printf("\n(g) separate compilation: relocatable PTX of two files, one link group -> cuLink links both\n");
+  std::printf("\n(h) separate compilation: relocatable PTX of two files, one link group -> cuLink links both\n");
   {
     auto m = load("gpu_rdc");
     if (m) {
-      print_report("(g)", m.report());
+      print_report("(h)", m.report());
       EXPECT(m.report().jit && m.report().target.find("[2 linked parts]") != std::string::npos, "chose %s",
              m.report().target.c_str());
       run_rdc_kernel(cu, m);
     }
   }
-  std::printf("\n(h) the link group of (g) through nvJitLink\n");
+  std::printf("\n(i) the link group of (h) through nvJitLink\n");
   {
     fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
-    auto m = load("gpu_rdc_reloc", fatpack::policy::force_ptx);  // another package: no in-process reuse of (g)
+    auto m = load("gpu_rdc_reloc", fatpack::policy::force_ptx);  // another package: no in-process reuse of (h)
     fatpack::set_jit_backend(fatpack::jit_backend::culink);
     if (m) {
-      print_report("(h)", m.report());
-      std::printf("  (h): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
+      print_report("(i)", m.report());
+      std::printf("  (i): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
       run_rdc_kernel(cu, m);
     }
   }
-  std::printf("\n(i) a relocatable sm_90 cubin (not device-linked) before that group -> refused, the group loads\n");
+  std::printf("\n(j) a relocatable sm_90 cubin (not device-linked) before that group -> refused, the group loads\n");
   {
     auto m = load("gpu_rdc_reloc");
     if (m) {
-      print_report("(i)", m.report());
+      print_report("(j)", m.report());
       const auto& at = m.report().attempts;
       if (h200) {
         EXPECT(at.size() == 2 && !at[0].ok && at[0].message.find("relocatable cubin") != std::string::npos,
                "the relocatable cubin was not refused first (%zu attempts)", at.size());
-        if (!at.empty()) std::printf("  (i): entry %zu %s: %s\n", at[0].entry, at[0].target.c_str(), at[0].message.c_str());
+        if (!at.empty()) std::printf("  (j): entry %zu %s: %s\n", at[0].entry, at[0].target.c_str(), at[0].message.c_str());
       }
       run_rdc_kernel(cu, m);
     }

@@ -14,17 +14,89 @@ TEST_CASE("ptxas options stored with an entry become JIT options") {
   CHECK(o.max_registers == 64);
   CHECK_FALSE(o.debug_info);
   CHECK(o.ignored.empty());
+  CHECK(o.invalid.empty());
+  CHECK(o.canonical() == "-O3 -maxrregcount=64 --generate-line-info");
   auto p = parse_jit_options("  -g\t-maxrregcount 32 --generate-line-info --warn-on-spills -O9 ");
   CHECK(p.debug_info);
   CHECK(p.line_info);
   CHECK(p.max_registers == 32);
   CHECK(p.optimization_level == -1);  // -O9 is not a JIT level: reported, not guessed
-  REQUIRE(p.ignored.size() == 2);
+  REQUIRE(p.ignored.size() == 1);
   CHECK(p.ignored[0] == "--warn-on-spills");
-  CHECK(p.ignored[1] == "-O9");
+  REQUIRE(p.invalid.size() == 1);
+  CHECK(p.invalid[0] == "-O9: not an optimization level (0..4)");
   auto e = parse_jit_options("");
   CHECK(e.optimization_level == -1);
   CHECK(e.ignored.empty());
+  CHECK(e.canonical().empty());
+  // What nvcc writes into its fatbins: "-O2  -maxrregcount=32 --generate-line-info", and with -G
+  // " -g --dont-merge-basicblocks --return-at-end" (the last two need nothing more than -g).
+  auto nv = parse_jit_options("-O2  -maxrregcount=32 --generate-line-info");
+  CHECK(nv.canonical() == "-O2 -maxrregcount=32 --generate-line-info");
+  auto g = parse_jit_options(" -g --dont-merge-basicblocks --return-at-end -v");
+  CHECK(g.canonical() == "-g");
+  CHECK(g.ignored.empty());
+  CHECK(g.invalid.empty());
+  // Same meaning, other spelling: the same canonical text (so the same JIT key).
+  CHECK(parse_jit_options("--opt-level 2 --maxrregcount 32 -lineinfo").canonical() == nv.canonical());
+}
+
+TEST_CASE("hostile options text: every bad value is named, none reaches the JIT") {
+  auto bad = parse_jit_options("-maxrregcount=-5 --maxrregcount=99999999999999 -maxrregcount=0 -maxrregcount=256 "
+                               "-O-1 -Ofast --opt-level=x garbage \x01\xff -maxrregcount");
+  CHECK(bad.max_registers == 0);
+  CHECK(bad.optimization_level == -1);
+  CHECK(bad.canonical().empty());
+  REQUIRE(bad.invalid.size() == 10);
+  CHECK(bad.invalid[0] == "-maxrregcount=-5: not a register count (1..255)");
+  CHECK(bad.invalid[1] == "--maxrregcount=99999999999999: not a register count (1..255)");
+  CHECK(bad.invalid[2] == "-maxrregcount=0: not a register count (1..255)");
+  CHECK(bad.invalid[3] == "-maxrregcount=256: not a register count (1..255)");
+  CHECK(bad.invalid[4] == "-O-1: not an optimization level (0..4)");
+  CHECK(bad.invalid[5] == "-Ofast: not an optimization level (0..4)");
+  CHECK(bad.invalid[6] == "--opt-level=x: not an optimization level (0..4)");
+  CHECK(bad.invalid[7] == "garbage: not an option");
+  CHECK(bad.invalid[8] == "\\x01\\xff: not an option");  // control bytes never reach a log raw
+  CHECK(bad.invalid[9] == "-maxrregcount: no value follows");
+  // ptxas's symbolic limits are valid, but no CU_JIT_MAX_REGISTERS value says them.
+  auto sym = parse_jit_options("-maxrregcount=archmax");
+  CHECK(sym.max_registers == 0);
+  REQUIRE(sym.ignored.size() == 1);
+  CHECK(sym.ignored[0] == "-maxrregcount=archmax");
+  // Bounded: text longer than max_options_text is not parsed at all.
+  auto huge = parse_jit_options(std::string(fatpack::core::max_options_text + 1, 'x'));
+  CHECK(huge.canonical().empty());
+  REQUIRE(huge.invalid.size() == 1);
+  CHECK(huge.invalid[0].find("options text of 4097 bytes") != std::string::npos);
+  // One over-long word is shown cut short.
+  auto longword = parse_jit_options("-" + std::string(1000, 'z'));
+  REQUIRE(longword.ignored.size() == 1);
+  CHECK(longword.ignored[0].size() == 67);
+}
+
+TEST_CASE("fatpack build records the nvcc options the JIT needs, in ptxas syntax") {
+  using fatpack::core::ptxas_options_from_nvcc;
+  auto r = ptxas_options_from_nvcc({"-O3", "-maxrregcount", "32", "-lineinfo", "-G", "--use_fast_math", "-Xptxas",
+                                    "-O2,-v", "--ptxas-options=--warn-on-spills", "-I", "include", "-std=c++17"});
+  CHECK(r.text == "-maxrregcount=32 --generate-line-info -g -O2 -v --warn-on-spills");
+  CHECK(r.invalid.empty());
+  REQUIRE(r.not_mapped.size() == 1);
+  CHECK(r.not_mapped[0] == "--warn-on-spills");
+  const auto o = parse_jit_options(r.text);
+  CHECK(o.canonical() == "-O2 -maxrregcount=32 --generate-line-info -g");
+  // The other spellings.
+  CHECK(ptxas_options_from_nvcc({"--maxrregcount=64", "--generate-line-info", "-Xptxas=-O1"}).text ==
+        "-maxrregcount=64 --generate-line-info -O1");
+  CHECK(ptxas_options_from_nvcc({"--maxrregcount", "16", "--device-debug", "--ptxas-options", "-O0"}).text ==
+        "-maxrregcount=16 -g -O0");
+  // Options that shape the PTX itself are not recorded.
+  CHECK(ptxas_options_from_nvcc({"-O3", "--use_fast_math", "-DN=3", "-arch=sm_90"}).text.empty());
+  // Bad values refuse the build.
+  auto bad = ptxas_options_from_nvcc({"-maxrregcount=-5", "-Xptxas", "-O7", "-maxrregcount"});
+  REQUIRE(bad.invalid.size() == 3);
+  CHECK(bad.invalid[0] == "-maxrregcount: no value follows");
+  CHECK(bad.invalid[1] == "-maxrregcount=-5: not a register count (1..255)");
+  CHECK(bad.invalid[2] == "-O7: not an optimization level (0..4)");
 }
 
 TEST_CASE("the JIT key names every field that changes the SASS") {
@@ -265,4 +337,141 @@ TEST_CASE("a fresh compile returns before its store; the compile lock is held un
   CHECK_FALSE(cache->guard_alive);
   if (had) set_sass_cache(previous);
   else uninstall_sass_cache();
+}
+
+// ---- an entry's recorded options reach the JIT and its key ---------------------------------------
+
+#include "jit/nvjitlink.hpp"
+
+namespace {
+
+// A package `name` with one PTX module `name` whose PTX is `ptx_file` tagged `tag` (same tag, same
+// bytes) and whose entry records `options`.
+module_entries ptx_module_with_options(const std::string& name, const std::string& ptx_file, const std::string& tag,
+                                       const std::string& options) {
+  auto entries = fatpack_test::entries_of(name, {ptx_file + "#" + tag});
+  for (auto& e : entries) e.options = options;
+  REQUIRE(fatpack::add_package_file(fatpack_test::package_file(name, entries)).ok());
+  auto me = registry::instance().find_module(name, name);
+  REQUIRE(me.has_value());
+  return me.value();
+}
+
+// The fake driver's log line of the JIT of module `name` (FAKECUDA_JIT_LOG, set by runtime_test.cpp).
+std::string jit_log_line(const std::string& name) {
+  const std::string log = fatpack_test::read_text(fatpack_test::temp_dir() + "/jit.log");
+  std::string found;
+  std::size_t at = 0;
+  while ((at = log.find(" " + name + ": ", at)) != std::string::npos) {
+    const std::size_t start = log.rfind('\n', at);
+    const std::size_t end = log.find('\n', at);
+    found = log.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1));
+    at = end;
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("an entry's -maxrregcount=32 reaches cuLink as CU_JIT_MAX_REGISTERS, and options change the key") {
+  auto& jit = jit_service::instance();
+  auto with = ptx_module_with_options("opts_with", "vadd.compute_80.ptx", "opts", "-maxrregcount=32 -O2 -lineinfo -v");
+  auto without = ptx_module_with_options("opts_without", "vadd.compute_80.ptx", "opts", "");
+  auto respelt = ptx_module_with_options("opts_respelt", "vadd.compute_80.ptx", "opts",
+                                         "--generate-line-info --opt-level 2 --maxrregcount 32");
+  auto req_with = request_for(with, "opts_with");
+  auto req_without = request_for(without, "opts_without");
+  auto req_respelt = request_for(respelt, "opts_respelt");
+  // The key: other options, another key; the same options spelt otherwise, the same key.
+  CHECK(make_jit_key(req_with).str() != make_jit_key(req_without).str());
+  CHECK(make_jit_key(req_with).str() == make_jit_key(req_respelt).str());
+  CHECK(make_jit_key(req_with).options == "-O2 -maxrregcount=32 --generate-line-info");
+
+  const std::size_t before = jit.compiles();
+  auto a = jit.compile(req_with);
+  REQUIRE_MESSAGE(a.has_value(), (a ? "" : a.error().message));
+  CHECK(jit_log_line("opts_with").find(" opts=O2,maxrregcount=32,lineinfo opts_with: ") != std::string::npos);
+  CHECK(a->info_log.find("not passed") == std::string::npos);  // -v needs nothing; all four applied
+  auto b = jit.compile(req_without);
+  REQUIRE(b.has_value());
+  CHECK(jit_log_line("opts_without").find(" opts=- opts_without: ") != std::string::npos);
+  CHECK(*a->sass != *b->sass);  // the fake's cubin names its options, as a real one differs
+  auto c = jit.compile(req_respelt);
+  REQUIRE(c.has_value());
+  CHECK(c->reused);
+  CHECK(jit.compiles() == before + 2);
+  jit.flush_stores();
+}
+
+TEST_CASE("invalid or unusable options from a package: never given to the driver, always said") {
+  auto& jit = jit_service::instance();
+  auto me = ptx_module_with_options("opts_hostile", "vadd.compute_80.ptx", "hostile",
+                                    "-maxrregcount=-5 -O99 --maxrregcount=4294967296 -maxrregcount=100000 "
+                                    "--warn-on-spills -lineinfo");
+  auto req = request_for(me, "opts_hostile");
+  std::vector<std::string> warnings;
+  std::mutex mu;
+  fatpack::set_log_level(fatpack::log_level::warn);
+  fatpack::set_log_callback([&](fatpack::log_level, std::string_view line) {
+    std::lock_guard<std::mutex> l(mu);
+    if (line.find("opts_hostile") != std::string_view::npos) warnings.emplace_back(line);
+  });
+  auto r = jit.compile(req);
+  fatpack::set_log_callback(nullptr);
+  fatpack::set_log_level(fatpack::log_level::off);
+  // The fake driver refuses an out-of-range CU_JIT_MAX_REGISTERS / CU_JIT_OPTIMIZATION_LEVEL: the
+  // compile succeeding with only the valid option shows none was passed. (The parser before this
+  // test passed -maxrregcount=100000 on to the driver.)
+  REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
+  CHECK(jit_log_line("opts_hostile").find(" opts=lineinfo opts_hostile: ") != std::string::npos);
+  CHECK(r->info_log.find("fatpack: invalid ptxas options not passed to the JIT: -maxrregcount=-5: not a register "
+                         "count (1..255), -O99: not an optimization level (0..4), --maxrregcount=4294967296: not a "
+                         "register count (1..255), -maxrregcount=100000: not a register count (1..255); ptxas "
+                         "options no JIT takes, not passed: --warn-on-spills") != std::string::npos);
+  {
+    // What the driver does with such a value when it is passed (so the check above can fail).
+    auto ctx = primary_context::retain(*req.drv, *req.dev);
+    REQUIRE(ctx.has_value());
+    scoped_context current(*req.drv, ctx->get());
+    auto ptx = fatpack_test::read_file(fatpack_test::artifact("vadd.compute_80.ptx"));
+    ptx.push_back(0);
+    jit_options passed;
+    passed.max_registers = 100000;
+    auto refused = jit_link(*req.drv, fatpack::core::byte_span(ptx.data(), ptx.size()), "vadd", passed, std::nullopt);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().cuda_status == CUDA_ERROR_INVALID_VALUE);
+  }
+  std::lock_guard<std::mutex> l(mu);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("package 'opts_hostile'") != std::string::npos);
+  CHECK(warnings[0].find("-maxrregcount=-5") != std::string::npos);
+  jit.flush_stores();
+}
+
+TEST_CASE("nvJitLink gets the same options in its syntax: -maxrregcount=32 limits a real compile") {
+  setenv("FATPACK_NVJITLINK", NVJITLINK_PATH, 0);
+  const auto& lib = load_nvjitlink();
+  if (!lib) {
+    MESSAGE("skipped: " << lib.error().message);
+    return;
+  }
+  auto bytes = fatpack_test::read_file(fatpack_test::artifact("regs.compute_80.ptx"));
+  bytes.push_back(0);
+  const fatpack::core::byte_span ptx(bytes.data(), bytes.size());
+  // "ptxas info    : Used 32 registers, ..." in nvJitLink's verbose info log.
+  auto registers_used = [](const std::string& log) {
+    const auto at = log.find("Used ");
+    return at == std::string::npos ? -1 : std::atoi(log.c_str() + at + 5);
+  };
+  bool unknown = false;
+  auto free_run = nvjitlink_compile(**lib, {ptx}, "regs", jit_options{}, 90, fatpack::core::arch_variant::plain, unknown);
+  REQUIRE_MESSAGE(free_run.has_value(), (free_run ? "" : free_run.error().message + "\n" + free_run.error().log));
+  auto limited = nvjitlink_compile(**lib, {ptx}, "regs", parse_jit_options("-maxrregcount=32 -O3 -lineinfo"), 90,
+                                   fatpack::core::arch_variant::plain, unknown);
+  REQUIRE_MESSAGE(limited.has_value(), (limited ? "" : limited.error().message + "\n" + limited.error().log));
+  INFO(free_run->info_log);
+  INFO(limited->info_log);
+  CHECK(registers_used(free_run->info_log) > 32);
+  CHECK(registers_used(limited->info_log) > 0);
+  CHECK(registers_used(limited->info_log) <= 32);
 }

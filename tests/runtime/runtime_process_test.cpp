@@ -78,12 +78,14 @@ TEST_CASE("cuInit failure is reported with the driver's error") {
   CHECK(r.has("cuInit"));
 }
 
-TEST_CASE("0 packages: a clear error that explains WHOLE_ARCHIVE") {
+TEST_CASE("0 packages: a clear error that says what was checked and the likely fix") {
   auto r = probe({"load", "vadd"}, fake());
   CHECK(r.status == 1);
   CHECK(r.has("load vadd error=no_packages"));
-  CHECK(r.has("__start_fatpack_registry"));
-  CHECK(r.has("WHOLE_ARCHIVE"));
+  CHECK(r.has("0 package notes (.note.fatpack) in "));
+  CHECK(r.has("0 records between __start_fatpack_registry"));
+  CHECK(r.has("0 registered through fatpack_register_embedded, 0 added through the API"));
+  CHECK(r.has("-Wl,-u,fatpack_pkg_<symbol>_record"));
 }
 
 TEST_CASE("embedded package: found through the fatpack_registry section") {
@@ -98,9 +100,9 @@ TEST_CASE("embedded package: found through the fatpack_registry section") {
   CHECK(bad.has("embedded package 'probe_embedded'"));
   // The count is the records found, and the advice fits: the record was linked in, so linking
   // "whole" is not the fix. Before: "0 embedded records", then the skipped one, and WHOLE_ARCHIVE.
-  CHECK(bad.has("1 embedded record (1 between __start_fatpack_registry"));
-  CHECK_FALSE(bad.has("WHOLE_ARCHIVE"));
-  CHECK_FALSE(bad.has("0 embedded records"));
+  CHECK(bad.has("1 records between __start_fatpack_registry"));
+  CHECK(bad.has("1 of 1 embedded records skipped as invalid"));
+  CHECK_FALSE(bad.has("whole-archive"));
 }
 
 TEST_CASE("environment policies: FATPACK_FORCE_PTX_JIT, CUDA_FORCE_PTX_JIT, CUDA_DISABLE_PTX_JIT") {

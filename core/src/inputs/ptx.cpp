@@ -11,6 +11,7 @@
 #include "inputs/inputs_internal.hpp"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace fatpack::core {
@@ -103,6 +104,29 @@ bool parse_isa(std::string_view s, ptx_isa* out) {
   out->major = std::uint16_t(major);
   out->minor = std::uint16_t(minor);
   return true;
+}
+
+// Bytes of a PTX scalar type: .u8 .b16 .s32 .f64 .b128 .pred -> 1, 2, 4, 8, 16, 1; 0 for other words.
+std::uint32_t ptx_type_size(std::string_view w) {
+  if (w == ".pred") return 1;
+  if (w.size() < 3 || w[0] != '.' || (w[1] != 'u' && w[1] != 's' && w[1] != 'b' && w[1] != 'f')) return 0;
+  std::uint32_t bits = 0;
+  for (char c : w.substr(2)) {
+    if (c < '0' || c > '9' || bits > 1000) return 0;
+    bits = bits * 10 + std::uint32_t(c - '0');
+  }
+  return bits == 8 || bits == 16 || bits == 32 || bits == 64 || bits == 128 ? bits / 8 : 0;
+}
+
+// A decimal count (`.align 8`, `[24]`) up to the largest parameter space (32764 bytes); 0 otherwise.
+std::uint32_t small_number(std::string_view w) {
+  std::uint32_t v = 0;
+  if (w.empty() || w.size() > 5) return 0;
+  for (char c : w) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + std::uint32_t(c - '0');
+  }
+  return v <= 32764 ? v : 0;
 }
 
 // "sm_90" / "sm_90a" / "sm_100f" -> target{ptx, arch, variant}.
@@ -205,8 +229,64 @@ result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
         return fail(errc::malformed, "line " + std::to_string(t.line) + ": .entry without a name");
       bool seen = false;
       for (const auto& k : info.kernels) seen = seen || k == name.text;
-      if (!seen) info.kernels.emplace_back(std::string(name.text));
       t = lex.next(on_comment);
+      // The parameter list: `( .param TYPE [.ptr .space .align N] NAME[[N]], ... )`. What this reader
+      // does not understand (a type it does not know, a size beyond the parameter space) leaves the
+      // kernel's parameters unknown; it is no error of the PTX.
+      std::optional<std::vector<ptx_param>> params;
+      if (t.kind == token::punct && t.text == "(") {
+        params.emplace();
+        std::uint32_t end = 0;
+        ptx_param p;
+        bool in_param = false, after_ptr = false, understood = true;
+        auto close_param = [&] {
+          if (!in_param) return;
+          in_param = false;
+          if (p.size == 0 || p.align == 0) {
+            understood = false;
+            return;
+          }
+          p.offset = (end + p.align - 1) / p.align * p.align;
+          end = p.offset + p.size;
+          if (end > 32764) understood = false;
+          params->push_back(p);
+        };
+        for (t = lex.next(on_comment); t.kind != token::end && t.kind != token::bad &&
+                                       !(t.kind == token::punct && t.text == ")");
+             t = lex.next(on_comment)) {
+          if (t.kind == token::word && t.text == ".param") {
+            close_param();
+            p = ptx_param{};
+            p.align = 0;
+            in_param = true;
+            after_ptr = false;
+          } else if (in_param && t.kind == token::word && t.text == ".ptr") {
+            after_ptr = true;
+          } else if (in_param && t.kind == token::word && t.text == ".align") {
+            t = lex.next(on_comment);
+            const std::uint32_t a = t.kind == token::word ? small_number(t.text) : 0;
+            if (a == 0 || (a & (a - 1)) != 0) understood = false;
+            if (!after_ptr) p.align = a;
+            if (t.kind != token::word) break;
+          } else if (in_param && t.kind == token::word && ptx_type_size(t.text)) {
+            p.size = ptx_type_size(t.text);
+            if (p.align == 0) p.align = p.size;
+          } else if (in_param && t.kind == token::punct && t.text == "[") {
+            t = lex.next(on_comment);
+            const std::uint32_t count = t.kind == token::word ? small_number(t.text) : 0;
+            if (count == 0 || std::uint64_t(p.size) * count > 32764) understood = false;
+            p.size *= count;
+            if (t.kind != token::word) break;
+          }
+        }
+        close_param();
+        if (!understood || t.kind != token::punct || t.text != ")") params.reset();
+        if (t.kind == token::punct && t.text == ")") t = lex.next(on_comment);
+      }
+      if (!seen) {
+        info.kernels.emplace_back(std::string(name.text));
+        info.params.push_back(std::move(params));
+      }
     } else {
       t = lex.next(on_comment);
     }

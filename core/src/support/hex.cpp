@@ -27,4 +27,20 @@ std::string hex(std::uint64_t v) {
   return "0x" + (first == std::string::npos ? std::string("0") : s.substr(first));
 }
 
+std::string printable_text(std::string_view s, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < limit; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  if (s.size() > limit) out += "...";
+  return out;
+}
+
 }  // namespace fatpack::core

@@ -42,6 +42,7 @@ extern "C" {
 struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
+struct CUlib_st;
 
 /* Same numbers as fatpack::errc. */
 typedef enum fatpack_status {
@@ -155,6 +156,48 @@ FATPACK_API const char* fatpack_module_report(const fatpack_module* module);
 /* Whether the loaded entry came through the JIT (1) or was SASS (0). */
 FATPACK_API int fatpack_module_jit(const fatpack_module* module);
 
+/* Which code a module loaded (the numbers of fatpack::variant_kind). */
+typedef enum fatpack_variant_kind {
+  FATPACK_VARIANT_NONE = 0,
+  FATPACK_VARIANT_EXACT_SASS = 1,          /* SASS for exactly the device's CC */
+  FATPACK_VARIANT_LOWER_MINOR_SASS = 2,    /* SASS of the same major, lower minor (sm_80 on CC 8.6) */
+  FATPACK_VARIANT_ARCH_SPECIFIC_SASS = 3,  /* `a` SASS (sm_90a) */
+  FATPACK_VARIANT_FAMILY_SASS = 4,         /* `f` SASS (sm_100f) */
+  FATPACK_VARIANT_PTX_JIT = 5              /* PTX compiled by the JIT for the device */
+} fatpack_variant_kind;
+
+typedef struct fatpack_variant {
+  size_t struct_size;     /* set by the caller: sizeof(fatpack_variant) (FATPACK_VARIANT_INIT) */
+  int kind;               /* a fatpack_variant_kind */
+  unsigned arch;          /* the entry's architecture: 80 for sm_80 and compute_80 */
+  unsigned device_arch;   /* the device's CC, major*10+minor */
+  char target[32];        /* "sm_90", "sm_90a", "compute_80" */
+  char ptx_isa[16];       /* PTX: "9.0"; "" for SASS */
+} fatpack_variant;
+static inline fatpack_variant fatpack_variant_init(void) {
+  fatpack_variant v = FATPACK_ZERO_INIT_;
+  v.struct_size = sizeof v;
+  return v;
+}
+#define FATPACK_VARIANT_INIT fatpack_variant_init()
+
+/* The variant the module runs (kernel NULL), or the kernel's (its module's, after looking it up:
+ * FATPACK_ERROR_NOT_FOUND when the module has no such kernel). out->struct_size as for
+ * fatpack_get_device_info. */
+FATPACK_API fatpack_status fatpack_module_variant(const fatpack_module* module, const char* kernel, fatpack_variant* out);
+/* "exact SASS", "lower-minor SASS", "arch-specific SASS", "family SASS", "PTX through the JIT", "none". */
+FATPACK_API const char* fatpack_variant_kind_name(int kind);
+
+/* A __constant__ / __device__ variable: its device address (a CUdeviceptr) and size (either may be
+ * NULL); set/get copy `size` bytes from/to host memory in the module's context after checking that
+ * `size` is the variable's size (FATPACK_ERROR_INVALID_ARGUMENT naming both otherwise). */
+FATPACK_API fatpack_status fatpack_module_global(const fatpack_module* module, const char* name,
+                                                 unsigned long long* address, size_t* size);
+FATPACK_API fatpack_status fatpack_module_set_global(const fatpack_module* module, const char* name, const void* data,
+                                                     size_t size);
+FATPACK_API fatpack_status fatpack_module_get_global(const fatpack_module* module, const char* name, void* data,
+                                                     size_t size);
+
 /* Queues background compiles of every module every device needs (device -1: all devices) and
  * returns at once; fatpack_warm_wait() waits for everything queued so far. */
 FATPACK_API fatpack_status fatpack_warm_all(int device);
@@ -217,11 +260,30 @@ FATPACK_API fatpack_status fatpack_cache_wait_refresh(void);
  * may free it when the call returns. The module stays loaded until fatpackModuleUnload (one per
  * successful load) or the context's destruction; call fatpackModuleUnload, never cuModuleUnload,
  * on it. The Ex form's JIT options are ignored (fatpack chooses the JIT's), except
- * CU_JIT_ERROR_LOG_BUFFER(_SIZE_BYTES). `options` is a CUjit_option* and `option_values` a void**. */
+ * CU_JIT_ERROR_LOG_BUFFER(_SIZE_BYTES); a key the driver does not define, or a count without arrays,
+ * is CUDA_ERROR_INVALID_VALUE. `options` is a CUjit_option* and `option_values` a void**. */
 FATPACK_API int fatpack_cu_module_load_data(struct CUmod_st** module, const void* image);
 FATPACK_API int fatpack_cu_module_load_data_ex(struct CUmod_st** module, const void* image, unsigned int num_options,
                                                void* options, void** option_values);
 FATPACK_API int fatpack_cu_module_unload(struct CUmod_st* module);
+
+/* The shape of cuLibraryLoadData / cuLibraryUnload (drivers for CUDA 12.0 and later), for the same
+ * image bytes: the returned CUlibrary belongs to no context, and its kernels (cuLibraryGetKernel) run
+ * in every context of the device. The entry is selected for one device: that of the calling thread's
+ * current context, else device 0 (a GPU of another CC may have no binary in it; load one library
+ * while a context of that device is current). Size, copy and errors as above; call
+ * fatpackLibraryUnload, never cuLibraryUnload, on the handle (one per successful load).
+ * `jit_options` is a CUjit_option*, `library_options` a CUlibraryOption*. JIT options: as for the Ex
+ * form above (a key the driver does not define: CUDA_ERROR_INVALID_VALUE). Library options:
+ * CU_LIBRARY_BINARY_IS_PRESERVED is accepted and changes nothing (fatpack hands the driver its own
+ * copy, so the caller's bytes may go at once either way); CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE
+ * is refused with CUDA_ERROR_NOT_SUPPORTED; any other key is CUDA_ERROR_INVALID_VALUE. Without
+ * cuLibraryLoadData in the driver: CUDA_ERROR_NOT_SUPPORTED. */
+FATPACK_API int fatpack_cu_library_load_data(struct CUlib_st** library, const void* code, void* jit_options,
+                                             void** jit_option_values, unsigned int num_jit_options,
+                                             void* library_options, void** library_option_values,
+                                             unsigned int num_library_options);
+FATPACK_API int fatpack_cu_library_unload(struct CUlib_st* library);
 
 #ifdef __cplusplus
 }
@@ -254,6 +316,14 @@ inline fatpack::cu_result fatpackModuleLoadDataEx(struct CUmod_st** module, cons
   return {fatpack_cu_module_load_data_ex(module, image, num_options, options, option_values)};
 }
 inline fatpack::cu_result fatpackModuleUnload(struct CUmod_st* module) { return {fatpack_cu_module_unload(module)}; }
+inline fatpack::cu_result fatpackLibraryLoadData(struct CUlib_st** library, const void* code, void* jit_options,
+                                                 void** jit_option_values, unsigned int num_jit_options,
+                                                 void* library_options, void** library_option_values,
+                                                 unsigned int num_library_options) {
+  return {fatpack_cu_library_load_data(library, code, jit_options, jit_option_values, num_jit_options, library_options,
+                                       library_option_values, num_library_options)};
+}
+inline fatpack::cu_result fatpackLibraryUnload(struct CUlib_st* library) { return {fatpack_cu_library_unload(library)}; }
 #else
 static inline int fatpackModuleLoadData(struct CUmod_st** module, const void* image) {
   return fatpack_cu_module_load_data(module, image);
@@ -263,6 +333,13 @@ static inline int fatpackModuleLoadDataEx(struct CUmod_st** module, const void* 
   return fatpack_cu_module_load_data_ex(module, image, num_options, options, option_values);
 }
 static inline int fatpackModuleUnload(struct CUmod_st* module) { return fatpack_cu_module_unload(module); }
+static inline int fatpackLibraryLoadData(struct CUlib_st** library, const void* code, void* jit_options,
+                                         void** jit_option_values, unsigned int num_jit_options, void* library_options,
+                                         void** library_option_values, unsigned int num_library_options) {
+  return fatpack_cu_library_load_data(library, code, jit_options, jit_option_values, num_jit_options, library_options,
+                                      library_option_values, num_library_options);
+}
+static inline int fatpackLibraryUnload(struct CUlib_st* library) { return fatpack_cu_library_unload(library); }
 #endif
 
 #endif /* FATPACK_FATPACK_H */

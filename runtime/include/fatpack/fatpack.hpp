@@ -26,6 +26,7 @@
 
 #include "fatpack/error.hpp"
 #include "fatpack/export.h"
+#include "fatpack/launch.hpp"
 #include "fatpack/version.h"
 #include "fatpack/policy.hpp"
 #include "fatpack/verdict.hpp"
@@ -38,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 struct CUfunc_st;
@@ -195,8 +197,34 @@ class loaded_code {
   FATPACK_API const std::string& name() const noexcept;
   FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
   FATPACK_API const load_report& report() const noexcept;
+  // Which code was loaded: exact SASS, lower-minor SASS, `a` or `f` SASS, or PTX through the JIT
+  // (with its target and PTX ISA), derived from report(). kind none for an empty handle.
+  FATPACK_API code_variant variant() const;
   // Drops this handle (unloads the code if it was the last one).
   void reset() noexcept { state_.reset(); }
+
+  // __constant__ / __device__ variables (docs/runtime.md "Globals"). global(): cuModuleGetGlobal (a
+  // library: cuLibraryGetGlobal, the address in the calling thread's current context on the device,
+  // else in the device's primary context). set/get copy host bytes to and from the variable
+  // (cuMemcpyHtoD / DtoH, synchronous) in that context, after checking that the host size equals
+  // the variable's; a mismatch is errc::invalid_argument naming the variable, both sizes, the
+  // module, package, device and driver. errc::not_found names the variable when there is none.
+  FATPACK_API result<global_info> global(std::string_view name) const;
+  FATPACK_API status set_global_bytes(std::string_view name, const void* data, std::size_t size) const;
+  FATPACK_API status get_global_bytes(std::string_view name, void* data, std::size_t size) const;
+  template <class T>
+  status set_global(std::string_view name, const T& value) const {
+    static_assert(std::is_trivially_copyable_v<T>, "a global is copied as bytes: T must be trivially copyable");
+    return set_global_bytes(name, &value, sizeof(T));
+  }
+  template <class T>
+  result<T> get_global(std::string_view name) const {
+    static_assert(std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>,
+                  "a global is copied as bytes: T must be trivially copyable and default-constructible");
+    T value{};
+    if (auto s = get_global_bytes(name, &value, sizeof(T)); !s) return s.error();
+    return value;
+  }
 
  protected:
   loaded_code() noexcept = default;
@@ -230,9 +258,26 @@ class module : public loaded_code {
   // driver; function() returns the same. Releasing such a handle is safe (nothing is unloaded).
   FATPACK_API status check() const;
 
+  // A kernel with its argument types, for typed_kernel::launch (fatpack/launch.hpp): looked up with
+  // function(name), its parameters checked once against Args (errc::invalid_argument naming the
+  // argument on a mismatch).
+  template <class... Args>
+  result<typed_kernel<Args...>> kernel(std::string_view name) const {
+    auto b = bind(name, typed_kernel<Args...>::shapes, sizeof...(Args));
+    if (!b) return std::move(b).error();
+    return typed_kernel<Args...>(std::move(b.value()));
+  }
+  // The variant a kernel runs: its module's (one entry holds every kernel of a module), after
+  // function(name) found it.
+  FATPACK_API result<code_variant> variant(std::string_view kernel) const;
+  using loaded_code::variant;
+
  private:
   friend struct detail::module_access;
   explicit module(std::shared_ptr<detail::module_state> s) noexcept : loaded_code(std::move(s)) {}
+  FATPACK_API result<std::shared_ptr<const detail::kernel_binding>> bind(std::string_view name,
+                                                                         const detail::arg_shape* args,
+                                                                         std::size_t count) const;
 };
 
 // Loads `module_name` (a module of a registered package) on a device.
@@ -254,9 +299,24 @@ class library : public loaded_code {
   FATPACK_API result<cu_function> function(std::string_view name) const;
   FATPACK_API cu_library handle() const noexcept;
 
+  // A kernel with its argument types (as module::kernel<Args...>), looked up with kernel(name); its
+  // launches take the CUkernel in the calling thread's current context on the device, else in the
+  // device's primary context.
+  template <class... Args>
+  result<typed_kernel<Args...>> kernel(std::string_view name) const {
+    auto b = bind(name, typed_kernel<Args...>::shapes, sizeof...(Args));
+    if (!b) return std::move(b).error();
+    return typed_kernel<Args...>(std::move(b.value()));
+  }
+  FATPACK_API result<code_variant> variant(std::string_view kernel) const;  // as module::variant(kernel)
+  using loaded_code::variant;
+
  private:
   friend struct detail::module_access;
   explicit library(std::shared_ptr<detail::module_state> s) noexcept : loaded_code(std::move(s)) {}
+  FATPACK_API result<std::shared_ptr<const detail::kernel_binding>> bind(std::string_view name,
+                                                                         const detail::arg_shape* args,
+                                                                         std::size_t count) const;
 };
 
 // Loads `module_name` as a library on a device (-1: the current context's device, else 0).

@@ -85,7 +85,9 @@ fatpack_status fill_versioned(T* out, const T& value) {
 // The first versions (this release's structs).
 constexpr std::size_t k_device_info_v1 = sizeof(fatpack_device_info);
 constexpr std::size_t k_cache_stats_v1 = sizeof(fatpack_cache_stats);
-static_assert(offsetof(fatpack_device_info, struct_size) == 0 && offsetof(fatpack_cache_stats, struct_size) == 0,
+constexpr std::size_t k_variant_v1 = sizeof(fatpack_variant);
+static_assert(offsetof(fatpack_device_info, struct_size) == 0 && offsetof(fatpack_cache_stats, struct_size) == 0 &&
+                  offsetof(fatpack_variant, struct_size) == 0,
               "struct_size comes first");
 
 // Runs f, turning an escaping exception (bad_alloc, ...) into an error code.
@@ -277,6 +279,62 @@ int fatpack_module_device(const fatpack_module* module) { return module ? module
 const char* fatpack_module_report(const fatpack_module* module) { return module ? module->trace.c_str() : ""; }
 int fatpack_module_jit(const fatpack_module* module) { return module && module->m.report().jit ? 1 : 0; }
 
+fatpack_status fatpack_module_variant(const fatpack_module* module, const char* kernel, fatpack_variant* out) {
+  return guarded([&] {
+    fatpack_status st = FATPACK_OK;
+    if (!check_size(out, k_variant_v1, "fatpack_module_variant", st)) return st;
+    if (!module) return fail(fatpack::errc::invalid_argument, "fatpack_module_variant: null module");
+    fatpack::code_variant cv;
+    if (kernel) {
+      auto r = module->m.variant(kernel);
+      if (!r) return fail(r.error());
+      cv = std::move(r.value());
+    } else {
+      cv = module->m.variant();
+    }
+    fatpack_variant v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.kind = static_cast<int>(cv.kind);
+    v.arch = cv.arch;
+    v.device_arch = cv.device_arch;
+    std::strncpy(v.target, cv.target.c_str(), sizeof v.target - 1);
+    std::strncpy(v.ptx_isa, cv.ptx_isa.c_str(), sizeof v.ptx_isa - 1);
+    return fill_versioned(out, v);
+  });
+}
+
+const char* fatpack_variant_kind_name(int kind) {
+  if (kind < FATPACK_VARIANT_NONE || kind > FATPACK_VARIANT_PTX_JIT) return "unknown";
+  return fatpack::variant_kind_name(static_cast<fatpack::variant_kind>(kind));
+}
+
+fatpack_status fatpack_module_global(const fatpack_module* module, const char* name, unsigned long long* address,
+                                     size_t* size) {
+  return guarded([&] {
+    if (!module || !name) return fail(fatpack::errc::invalid_argument, "fatpack_module_global: null argument");
+    auto g = module->m.global(name);
+    if (!g) return fail(g.error());
+    if (address) *address = g->address;
+    if (size) *size = g->size;
+    return ok();
+  });
+}
+
+fatpack_status fatpack_module_set_global(const fatpack_module* module, const char* name, const void* data, size_t size) {
+  return guarded([&] {
+    if (!module || !name) return fail(fatpack::errc::invalid_argument, "fatpack_module_set_global: null argument");
+    return from(module->m.set_global_bytes(name, data, size));
+  });
+}
+
+fatpack_status fatpack_module_get_global(const fatpack_module* module, const char* name, void* data, size_t size) {
+  return guarded([&] {
+    if (!module || !name) return fail(fatpack::errc::invalid_argument, "fatpack_module_get_global: null argument");
+    return from(module->m.get_global_bytes(name, data, size));
+  });
+}
+
 }  // extern "C"
 
 namespace {
@@ -359,6 +417,14 @@ extern "C" const char* fatpack_cache_mode_name(int mode) {
 }
 
 extern "C" const char* fatpack_cache_mode(void) { return fatpack_cache_mode_name(fatpack_cache_get_mode()); }
+
+static_assert(static_cast<int>(fatpack::variant_kind::none) == FATPACK_VARIANT_NONE &&
+                  static_cast<int>(fatpack::variant_kind::exact_sass) == FATPACK_VARIANT_EXACT_SASS &&
+                  static_cast<int>(fatpack::variant_kind::lower_minor_sass) == FATPACK_VARIANT_LOWER_MINOR_SASS &&
+                  static_cast<int>(fatpack::variant_kind::arch_specific_sass) == FATPACK_VARIANT_ARCH_SPECIFIC_SASS &&
+                  static_cast<int>(fatpack::variant_kind::family_sass) == FATPACK_VARIANT_FAMILY_SASS &&
+                  static_cast<int>(fatpack::variant_kind::ptx_jit) == FATPACK_VARIANT_PTX_JIT,
+              "fatpack_variant_kind and fatpack::variant_kind have the same numbers");
 
 static_assert(static_cast<int>(fatpack::cache_mode::read_write) == FATPACK_CACHE_MODE_READ_WRITE &&
                   static_cast<int>(fatpack::cache_mode::read_only) == FATPACK_CACHE_MODE_READ_ONLY &&

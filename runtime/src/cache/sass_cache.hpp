@@ -30,7 +30,7 @@ struct jit_key {
   core::ptx_isa ptx_isa;            // 9.0
   std::uint32_t target_arch = 0;    // the SASS to produce: device CC as major*10+minor
   core::arch_variant target_variant = core::arch_variant::plain;
-  std::string options;              // the entry's ptxas options as stored in the package
+  std::string options;              // the options the JIT applies (core::jit_options::canonical)
   std::string backend = "culink";   // JIT path
   int driver_version = 0;           // cuDriverGetVersion
   // A link group's other parts (docs/format.md §4.1): "<xxh3>:<size>" of parts 1..n-1, comma-separated,

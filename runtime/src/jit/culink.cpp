@@ -12,17 +12,6 @@ namespace fatpack::detail {
 
 namespace {
 
-bool parse_int(std::string_view s, int& out) {
-  if (s.empty() || s.size() > 9) return false;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  out = v;
-  return true;
-}
-
 // Frees the link state on every path (the cubin it returns lives inside it).
 struct link_state {
   const driver& d;
@@ -39,40 +28,6 @@ std::string trim_log(const char* buf, std::size_t cap) {
 }
 
 }  // namespace
-
-jit_options parse_jit_options(std::string_view text) {
-  jit_options o;
-  std::vector<std::string> words;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
-    std::size_t j = i;
-    while (j < text.size() && !(text[j] == ' ' || text[j] == '\t' || text[j] == '\n')) ++j;
-    if (j > i) words.emplace_back(text.substr(i, j - i));
-    i = j;
-  }
-  for (std::size_t k = 0; k < words.size(); ++k) {
-    std::string_view w = words[k];
-    int v = 0;
-    if (w.size() == 3 && w.substr(0, 2) == "-O" && parse_int(w.substr(2), v) && v <= 4) {
-      o.optimization_level = v;
-    } else if (w == "-lineinfo" || w == "--generate-line-info") {
-      o.line_info = true;
-    } else if (w == "-g" || w == "--device-debug") {
-      o.debug_info = true;
-    } else if ((w.rfind("--maxrregcount=", 0) == 0 && parse_int(w.substr(15), v)) ||
-               (w.rfind("-maxrregcount=", 0) == 0 && parse_int(w.substr(14), v))) {
-      o.max_registers = v;
-    } else if ((w == "--maxrregcount" || w == "-maxrregcount") && k + 1 < words.size() &&
-               parse_int(words[k + 1], v)) {
-      o.max_registers = v;
-      ++k;
-    } else {
-      o.ignored.emplace_back(w);
-    }
-  }
-  return o;
-}
 
 result<jit_output> jit_link(const driver& d, core::byte_span ptx, std::string_view name, const jit_options& opts,
                             std::optional<std::uint32_t> target) {
@@ -134,11 +89,6 @@ result<jit_output> jit_link(const driver& d, const std::vector<core::byte_span>&
   const auto* p = static_cast<const std::uint8_t*>(cubin);
   out.sass.assign(p, p + cubin_size);
   out.info_log = trim_log(info.get(), log_size);
-  if (!opts.ignored.empty()) {
-    std::string ign;
-    for (const auto& w : opts.ignored) ign += (ign.empty() ? "" : " ") + w;
-    out.info_log += (out.info_log.empty() ? "" : "\n") + std::string("fatpack: ptxas options not passed to the JIT: ") + ign;
-  }
   return out;
 }
 

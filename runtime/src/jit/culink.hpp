@@ -12,6 +12,7 @@
 #include "platform/driver.hpp"
 
 #include "fatpack/core/error.hpp"
+#include "fatpack/core/jit_options.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -21,17 +22,10 @@
 
 namespace fatpack::detail {
 
-// JIT options, from the ptxas options an entry was built with (its `options` field):
-// -O<n>, -lineinfo / --generate-line-info, -g / --device-debug, --maxrregcount=<n> / -maxrregcount <n>.
-// Anything else is listed in `ignored` (reported in the info log, never silently dropped).
-struct jit_options {
-  int optimization_level = -1;  // -1: driver default (4)
-  int max_registers = 0;        // 0: no limit
-  bool line_info = false;
-  bool debug_info = false;
-  std::vector<std::string> ignored;
-};
-jit_options parse_jit_options(std::string_view ptxas_options);
+// The options an entry records, parsed (fatpack/core/jit_options.hpp): the JIT applies the four it
+// can, and names the others in its info log (they are never dropped without a word).
+using core::jit_options;
+using core::parse_jit_options;
 
 struct jit_output {
   std::vector<std::uint8_t> sass;  // the cubin

@@ -108,6 +108,9 @@ result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector
 
   std::vector<std::string> words;
   words.push_back("-arch=" + core::sm_name(arch, variant));
+  // The entry's options in nvJitLink's syntax (the cuLink path passes the CU_JIT_* equivalents), and
+  // a verbose info log, as cuLink's CU_JIT_LOG_VERBOSE gives ("Used 32 registers").
+  words.push_back("-verbose");
   if (opts.optimization_level >= 0) words.push_back("-Xptxas=-O" + std::to_string(opts.optimization_level));
   if (opts.max_registers > 0) words.push_back("-maxrregcount=" + std::to_string(opts.max_registers));
   if (opts.line_info) words.push_back("-lineinfo");

@@ -113,7 +113,9 @@ jit_key make_jit_key(const jit_request& req) {
   k.target_arch = target_arch;
   // a/f PTX compiles to a/f SASS for the device; plain PTX to plain SASS.
   k.target_variant = e.target.variant;
-  k.options = std::string(e.options);
+  // What the JIT is given, not the text: the same options spelt differently share a key, and text no
+  // JIT applies (-v, an invalid value) changes nothing in the SASS.
+  k.options = parse_jit_options(e.options).canonical();
   k.backend = jit_backend_in_use() == jit_backend::nvjitlink ? "nvjitlink" : "culink";
   k.driver_version = driver_version;
   for (std::uint16_t part = 1; part < e.link_parts; ++part) {
@@ -194,6 +196,20 @@ std::shared_ptr<jit_task> jit_service::get_or_create(const jit_request& req, boo
 
 namespace {
 
+// "ptxas options not passed to the JIT: ..." for what parse_jit_options did not apply; "" when all was.
+std::string dropped_options_note(const jit_options& o) {
+  std::string s;
+  auto list = [](const std::vector<std::string>& v) {
+    std::string l;
+    for (const auto& w : v) l += (l.empty() ? "" : ", ") + w;
+    return l;
+  };
+  if (!o.invalid.empty()) s = "invalid ptxas options not passed to the JIT: " + list(o.invalid);
+  if (!o.ignored.empty())
+    s += (s.empty() ? "" : "; ") + std::string("ptxas options no JIT takes, not passed: ") + list(o.ignored);
+  return s;
+}
+
 std::uint32_t target_of(const jit_request& req) { return req.target_arch ? req.target_arch : req.dev->arch; }
 
 // Decompresses the request's PTX entry (only that one, NUL-terminated) and compiles it: nvJitLink
@@ -223,10 +239,20 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   }
   decompress_ms = sw.ms();
   const jit_options opts = parse_jit_options(e.options);
+  // Options the JIT is not given are said, in the compile's info log and once as a warning.
+  auto say_dropped = [&](result<jit_output> out) {
+    const std::string note = dropped_options_note(opts);
+    if (out && !note.empty()) {
+      log_line(log_level::warn, "package '" + std::string(req.package->view.name()) + "' (" +
+                                    std::string(req.package->view.source()) + "), " + name + ": " + note);
+      out->info_log += (out->info_log.empty() ? "" : "\n") + ("fatpack: " + note);
+    }
+    return out;
+  };
   arch_unknown = false;
   if (nvj) {
     path = nvj->identify();
-    return nvjitlink_compile(*nvj, ptx_bytes, name, opts, target, e.target.variant, arch_unknown);
+    return say_dropped(nvjitlink_compile(*nvj, ptx_bytes, name, opts, target, e.target.variant, arch_unknown));
   }
   auto ctx = primary_context::retain(*req.drv, *req.dev);
   if (!ctx) return ctx.error();
@@ -241,7 +267,7 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
     if (e.target.variant == core::arch_variant::arch_specific) *cu_target += 0x10000;
     if (e.target.variant == core::arch_variant::family) *cu_target += 0x20000;
   }
-  return jit_link(*req.drv, ptx_bytes, name, opts, cu_target);
+  return say_dropped(jit_link(*req.drv, ptx_bytes, name, opts, cu_target));
 }
 
 // nvJitLink when it was asked for and can be loaded; null for cuLink.

@@ -71,10 +71,10 @@ result<const driver*> do_load() {
     return error{errc::driver_symbol_missing, 0, std::move(msg), {}};
   }
 
-  auto resolve = [&](const char* name, void** slot) -> status {
+  auto resolve = [&](const char* name, void** slot, int version = abi_version) -> status {
     CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
     *slot = nullptr;
-    CUresult r = d->get_proc(name, slot, abi_version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+    CUresult r = d->get_proc(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
     if (r == CUDA_SUCCESS && *slot) return {};
     std::string why2 = q == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? "the driver's version is not sufficient"
                        : q == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND     ? "symbol not found"
@@ -106,6 +106,9 @@ result<const driver*> do_load() {
 #define FATPACK_DRIVER_RESOLVE_OPTIONAL(name) (void)resolve(#name, reinterpret_cast<void**>(&d->name));
   FATPACK_DRIVER_OPTIONAL_FUNCTIONS(FATPACK_DRIVER_RESOLVE_OPTIONAL)
 #undef FATPACK_DRIVER_RESOLVE_OPTIONAL
+#define FATPACK_DRIVER_RESOLVE_12_4(name) (void)resolve(#name, reinterpret_cast<void**>(&d->name), 12040);
+  FATPACK_DRIVER_OPTIONAL_FUNCTIONS_12_4(FATPACK_DRIVER_RESOLVE_12_4)
+#undef FATPACK_DRIVER_RESOLVE_12_4
 
   CUresult r = d->cuInit(0);
   if (r != CUDA_SUCCESS) {

@@ -44,6 +44,10 @@ namespace fatpack::detail {
   X(cuModuleLoadDataEx)             \
   X(cuModuleUnload)                 \
   X(cuModuleGetFunction)            \
+  X(cuModuleGetGlobal)              \
+  X(cuMemcpyHtoD)                   \
+  X(cuMemcpyDtoH)                   \
+  X(cuLaunchKernel)                 \
   X(cuLinkCreate)                   \
   X(cuLinkAddData)                  \
   X(cuLinkComplete)                 \
@@ -58,7 +62,17 @@ namespace fatpack::detail {
   X(cuLibraryLoadData)                       \
   X(cuLibraryUnload)                         \
   X(cuLibraryGetKernel)                      \
+  X(cuLibraryGetGlobal)                      \
   X(cuKernelGetFunction)
+
+// Optional entry points that arrived after CUDA 12.0, asked for with the ABI of the release that
+// introduced them (cuGetProcAddress refuses a symbol newer than the version asked for, with
+// CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT); their signatures never changed.
+//   cuFuncGetParamInfo / cuKernelGetParamInfo (CUDA 12.4): the kernel's parameters, which a typed
+//   kernel's arguments are checked against (api/launch_api.cpp; without them, the package's PTX).
+#define FATPACK_DRIVER_OPTIONAL_FUNCTIONS_12_4(X) \
+  X(cuFuncGetParamInfo)                           \
+  X(cuKernelGetParamInfo)
 
 inline constexpr int abi_version = 12000;          // signatures requested from cuGetProcAddress
 inline constexpr int min_driver_version = 12000;   // oldest driver fatpack accepts
@@ -72,6 +86,7 @@ struct driver {
 #define FATPACK_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   FATPACK_DRIVER_FUNCTIONS(FATPACK_DRIVER_MEMBER)
   FATPACK_DRIVER_OPTIONAL_FUNCTIONS(FATPACK_DRIVER_MEMBER)
+  FATPACK_DRIVER_OPTIONAL_FUNCTIONS_12_4(FATPACK_DRIVER_MEMBER)
 #undef FATPACK_DRIVER_MEMBER
 
   // "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected"

@@ -1,12 +1,13 @@
 // The runtime's operating-system seam outside the cache (docs/design.md §7): loading a shared
-// library, mapping a file read-only, the environment, the process id, the platform. A Windows or
-// macOS port replaces os_posix.cpp here, and the cache's own seam (cache/fs.hpp, fs_posix.cpp and the
+// library, the loaded objects and their notes (embedded packages), mapping a file read-only, the
+// environment, the process id, the platform. A Windows or macOS port replaces os_posix.cpp here, and the cache's own seam (cache/fs.hpp, fs_posix.cpp and the
 // Boost mapping and file lock it lists); the rest of runtime/ is portable C++ (POSIX threads through
 // <thread> aside, and the fork() handling in core's thread pool).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,45 @@ struct library {
 library open_library(const std::string& path, std::string& why);
 // The address of `symbol`, or null.
 void* find_symbol(const library& lib, const char* symbol);
+
+// The objects loaded into this process (the program and its shared libraries), for the registry's
+// embedded packages (registry.hpp). POSIX/ELF: dl_iterate_phdr; another OS puts its own walk here.
+struct object_range {
+  std::uintptr_t begin = 0, end = 0;  // [begin, end): a mapped, readable segment
+};
+struct object_note {
+  std::uint32_t type = 0;
+  const std::uint8_t* desc = nullptr;  // inside one of the object's segments
+  std::size_t desc_size = 0;
+};
+struct loaded_object {
+  std::uintptr_t base = 0;  // load bias (0 for a non-PIE program)
+  std::string name;         // the loader's name for it ("" for the program)
+  bool is_program = false;  // the program itself: never unloaded
+  std::vector<object_range> segments;
+  std::vector<object_note> notes;  // only the notes whose name is `note_name` of for_each_loaded_object
+  // Whether [p, p + n) lies inside one segment.
+  bool contains(const void* p, std::size_t n) const;
+  // How many bytes from p to the end of its segment (0 when p is in none).
+  std::size_t room(const void* p) const;
+};
+// How many objects the loader has loaded and unloaded so far (glibc's dlpi_adds / dlpi_subs); two
+// equal values mean no object was loaded or unloaded in between. known: false where the loader does
+// not count (then every call must walk).
+struct load_counts {
+  std::uint64_t adds = 0, subs = 0;
+  bool known = false;
+  bool operator==(const load_counts& o) const { return known && o.known && adds == o.adds && subs == o.subs; }
+};
+load_counts loaded_object_counts();
+// Calls `fn` for each loaded object, with its notes named `note_name`. While `fn` runs, no object is
+// unloaded (the loader's lock is held): `fn` may read any byte inside the segments it is given, and
+// must not load or unload objects (no dlopen/dlclose). Returns the counts of this walk.
+load_counts for_each_loaded_object(const char* note_name, const std::function<void(const loaded_object&)>& fn);
+// A reference that keeps the object loaded as `name` at `base` loaded (dlopen RTLD_NOLOAD, so it never
+// loads anything): the object is not unmapped, even by a dlclose elsewhere, until the last copy of the
+// reference goes. Null when no object of that name is loaded at that base.
+std::shared_ptr<const void> pin_loaded_object(const std::string& name, std::uintptr_t base);
 
 // A read-only mapping of a whole file; unmapped when the last owner goes away. Only for files
 // their owner never rewrites in place (see read_file).

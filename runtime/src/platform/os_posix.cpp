@@ -1,13 +1,15 @@
-// POSIX implementation of the OS seam (os.hpp): dlopen, mmap, whole-file reads, stat, hardware threads.
+// POSIX implementation of the OS seam (os.hpp): dlopen, the loaded objects (dl_iterate_phdr), mmap, whole-file reads, stat, hardware threads.
 #include "platform/os.hpp"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <thread>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -30,7 +32,94 @@ void* find_symbol(const library& lib, const char* symbol) {
   return ::dlsym(lib.handle, symbol);
 }
 
+bool loaded_object::contains(const void* p, std::size_t n) const {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (const auto& s : segments)
+    if (a >= s.begin && a <= s.end && n <= s.end - a) return true;
+  return false;
+}
+
+std::size_t loaded_object::room(const void* p) const {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (const auto& s : segments)
+    if (a >= s.begin && a < s.end) return s.end - a;
+  return 0;
+}
+
 namespace {
+
+// Whether this loader's dl_phdr_info has the load/unload counters (glibc 2.4 and later, musl).
+constexpr std::size_t counters_end = offsetof(dl_phdr_info, dlpi_subs) + sizeof(dl_phdr_info::dlpi_subs);
+
+load_counts counts_of(const dl_phdr_info* info, std::size_t size) {
+  load_counts c;
+  if (size >= counters_end) {
+    c.adds = info->dlpi_adds;
+    c.subs = info->dlpi_subs;
+    c.known = true;
+  }
+  return c;
+}
+
+// The notes named `name` in one PT_NOTE segment. Every size is checked against the segment: a
+// malformed note ends the walk of that segment, it is never read past.
+void collect_notes(std::uintptr_t begin, std::uintptr_t end, std::size_t align, const char* name,
+                   std::vector<object_note>& out) {
+  align = align == 8 ? 8 : 4;  // ELF notes are 4- or 8-byte aligned (p_align)
+  const std::size_t name_len = std::strlen(name) + 1;
+  auto round = [&](std::uint64_t n) { return (n + align - 1) / align * align; };
+  std::uintptr_t p = begin;
+  while (end - p >= 12) {
+    std::uint32_t h[3];
+    std::memcpy(h, reinterpret_cast<const void*>(p), sizeof h);
+    const std::uint64_t name_room = round(h[0]), desc_room = round(h[1]);
+    if (name_room > end - p - 12 || desc_room > end - p - 12 - name_room) return;
+    const auto* n = reinterpret_cast<const char*>(p + 12);
+    if (h[0] == name_len && std::memcmp(n, name, name_len) == 0)
+      out.push_back({h[2], reinterpret_cast<const std::uint8_t*>(p + 12 + name_room), h[1]});
+    p += 12 + name_room + desc_room;
+  }
+}
+
+struct walk {
+  const char* note_name;
+  const std::function<void(const loaded_object&)>* fn;
+  load_counts counts;
+  bool first = true;
+};
+
+int walk_one(dl_phdr_info* info, std::size_t size, void* arg) {
+  auto* w = static_cast<walk*>(arg);
+  loaded_object o;
+  o.base = info->dlpi_addr;
+  o.name = info->dlpi_name ? info->dlpi_name : "";
+  o.is_program = w->first;  // the loader reports the program first
+  if (w->first) w->counts = counts_of(info, size);
+  w->first = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const std::uintptr_t b = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_R) && ph.p_memsz) o.segments.push_back({b, b + ph.p_memsz});
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const std::uintptr_t b = info->dlpi_addr + ph.p_vaddr;
+    // Only notes inside a loaded segment are read (a PT_NOTE outside every PT_LOAD is not mapped).
+    if (ph.p_type == PT_NOTE && o.contains(reinterpret_cast<const void*>(b), ph.p_memsz))
+      collect_notes(b, b + ph.p_memsz, ph.p_align, w->note_name, o.notes);
+  }
+  try {
+    (*w->fn)(o);
+  } catch (...) {
+    return 1;  // an exception must not unwind through the loader (out of memory): stop the walk
+  }
+  return 0;
+}
+
+int counts_only(dl_phdr_info* info, std::size_t size, void* arg) {
+  *static_cast<load_counts*>(arg) = counts_of(info, size);
+  return 1;  // the first object is enough
+}
 
 class posix_mapping final : public mapped_file {
  public:
@@ -47,6 +136,30 @@ class posix_mapping final : public mapped_file {
 };
 
 }  // namespace
+
+load_counts loaded_object_counts() {
+  load_counts c;
+  ::dl_iterate_phdr(counts_only, &c);
+  return c;
+}
+
+load_counts for_each_loaded_object(const char* note_name, const std::function<void(const loaded_object&)>& fn) {
+  walk w{note_name, &fn, {}, true};
+  ::dl_iterate_phdr(walk_one, &w);
+  return w.counts;
+}
+
+std::shared_ptr<const void> pin_loaded_object(const std::string& name, std::uintptr_t base) {
+  if (name.empty()) return nullptr;
+  void* h = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) return nullptr;
+  link_map* lm = nullptr;
+  if (::dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || lm->l_addr != base) {
+    ::dlclose(h);
+    return nullptr;
+  }
+  return std::shared_ptr<const void>(h, [](const void* p) { ::dlclose(const_cast<void*>(p)); });
+}
 
 std::shared_ptr<const mapped_file> map_file(const std::string& path, std::string& why) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -12,6 +12,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+
+// This object links the runtime (core/registry_record.hpp): another copy of the runtime in the
+// process leaves this object's packages to this one. In this file because every program that uses
+// the runtime links it (the registry), and an SHT_NOTE survives --gc-sections.
+asm(".pushsection .note.fatpack,\"a\",@note\n"
+    ".balign 4\n"
+    ".long 8, 0, 2\n"  // namesz (sizeof core::note_name), descsz, core::note_type_runtime
+    ".asciz \"fatpack\"\n"
+    ".popsection\n");
+static_assert(sizeof fatpack::core::note_name == 8 && fatpack::core::note_type_runtime == 2,
+              "the runtime's note above spells these out");
 
 // Linker-made bounds of this link unit's `fatpack_registry` section. Weak: with no embedded package
 // the section does not exist and both are null. Hidden: each shared library sees its own records.
@@ -20,8 +32,10 @@ extern const fatpack::core::registry_record __start_fatpack_registry[] __attribu
 extern const fatpack::core::registry_record __stop_fatpack_registry[] __attribute__((weak, visibility("hidden")));
 }
 
-// Default visibility (FATPACK_API): a program exports it to the shared libraries that register their
-// embedded packages with the program's runtime. The one public entry point defined outside api/: it
+// For files `fatpack embed` generated before the note existed: their constructors register records
+// here. Default visibility (FATPACK_API): a program exports it to the shared libraries it links. Such
+// records are used in place for the life of the process (no unloading: they predate it). The one
+// public entry point defined outside api/: it
 // must sit in an object every program that uses the runtime links (this one), or an executable that
 // never calls it itself would not export it (the linker pulls an archive member only when needed).
 extern "C" FATPACK_API void fatpack_register_embedded(const void* record) {
@@ -41,20 +55,59 @@ error from_core(const core::error& e) {
   return out;
 }
 
-std::vector<std::string> module_names(const core::package_view& v) {
-  std::vector<std::string> names;
-  for (const auto& e : v.entries()) {
-    std::string m(e.module_name);
-    if (std::find(names.begin(), names.end(), m) == names.end()) names.push_back(std::move(m));
+void index_modules(registered_package& p) {
+  const auto& es = p.view.entries();
+  for (std::size_t i = 0; i < es.size(); ++i) {
+    // A link group is one candidate: its first part stands for it (the JIT takes every part).
+    if (!es[i].selectable()) continue;
+    auto it = std::find(p.modules.begin(), p.modules.end(), es[i].module_name);
+    if (it == p.modules.end()) {
+      p.modules.emplace_back(es[i].module_name);
+      p.module_entries.emplace_back();
+      it = p.modules.end() - 1;
+    }
+    p.module_entries[static_cast<std::size_t>(it - p.modules.begin())].push_back(i);
   }
-  return names;
+  const auto b = p.view.bytes();
+  std::memcpy(p.header.data(), b.data, std::min<std::size_t>(p.header.size(), p.view.total_size()));
 }
 
+// Whether two packages hold the same bytes. A package of an object that may be unloaded is compared
+// by its header copy (the tables' checksum in it covers every entry's), so no byte of it is read
+// here: the object may be going away in another thread.
 bool same_bytes(const registered_package& a, const registered_package& b) {
+  if (a.view.total_size() != b.view.total_size()) return false;
+  if (a.unloadable || b.unloadable) return a.header == b.header;
   auto x = a.view.bytes(), y = b.view.bytes();
-  auto n = a.view.total_size();
-  return n == b.view.total_size() && (x.data == y.data || std::memcmp(x.data, y.data, n) == 0);
+  return x.data == y.data || std::memcmp(x.data, y.data, a.view.total_size()) == 0;
 }
+
+// A package as handed out of the registry: one from an object that can be unloaded keeps it mapped
+// (os::pin_loaded_object) as long as anything holds the pointer. Null when the object is no longer
+// there, or something was unloaded since the walk that found it (it may be a different object now).
+struct pinned_package {
+  package_ptr package;
+  std::shared_ptr<const void> pin;
+};
+package_ptr pin(const package_ptr& p, const os::load_counts& walked) {
+  if (!p->unloadable) return p;
+  auto h = os::pin_loaded_object(p->object, p->object_base);
+  if (!h) return nullptr;
+  if (walked.known) {
+    const auto now = os::loaded_object_counts();
+    if (!now.known || now.subs != walked.subs) return nullptr;
+  }
+  auto holder = std::make_shared<const pinned_package>(pinned_package{p, std::move(h)});
+  return package_ptr(holder, p.get());
+}
+
+// How many attempts a lookup makes when objects are unloaded under it (each one walks again).
+constexpr int pin_attempts = 3;
+
+// The runtime's own object: the one whose segments hold this variable.
+const char own_object_marker = 0;
+
+std::string object_label(const os::loaded_object& o) { return o.name.empty() ? "the program" : o.name; }
 
 }  // namespace
 
@@ -68,7 +121,7 @@ result<std::vector<std::shared_ptr<registered_package>>> parse_all(core::byte_sp
     p->name = std::string(p->view.name());
     p->source = source;
     p->keep = keep;
-    p->modules = module_names(p->view);
+    index_modules(*p);
     out.push_back(std::move(p));
     return core::status{};
   });
@@ -89,7 +142,7 @@ void registry::add_record(const core::registry_record* record) {
   pending_.push_back(record);
 }
 
-void registry::scan_embedded_locked() {
+void registry::scan_records_locked() {
   if (!scanned_section_) {
     scanned_section_ = true;
     const core::registry_record* b = __start_fatpack_registry;
@@ -104,6 +157,7 @@ void registry::scan_embedded_locked() {
   }
   std::vector<const core::registry_record*> todo;
   todo.swap(pending_);
+  if (todo.empty()) return;
   for (const auto* rec : todo) {
     if (std::find(seen_records_.begin(), seen_records_.end(), rec) != seen_records_.end()) continue;
     seen_records_.push_back(rec);
@@ -128,15 +182,136 @@ void registry::scan_embedded_locked() {
       log_line(log_level::warn, "skipped embedded package: " + parsed.error().message);
       continue;
     }
-    for (auto& p : parsed.value()) p->source = "embedded";
-    if (auto s = add_parsed_locked(std::move(parsed.value())); !s) {
+    for (auto& p : parsed.value()) {
+      p->source = "embedded";
+      p->embedded = true;
+    }
+    if (auto s = add_parsed_locked({parsed.value().begin(), parsed.value().end()}); !s) {
       skipped_.push_back(s.error().message);
       log_line(log_level::warn, "skipped embedded package: " + s.error().message);
     }
   }
 }
 
-status registry::add_parsed_locked(std::vector<std::shared_ptr<registered_package>> pkgs) {
+// Runs inside the loader's walk (os::for_each_loaded_object): no object is unmapped meanwhile, and
+// every read is checked against the object's segments first.
+void registry::walk_objects_locked() {
+  if (walked_ && os::loaded_object_counts() == counts_) return;
+  std::vector<package_ptr> before;  // the note packages of the last walk
+  for (const auto& p : packages_)
+    if (p->from_note) before.push_back(p);
+  std::vector<std::vector<package_ptr>> found;  // per record, in walk order
+  std::vector<std::string> skipped, foreign;
+  std::vector<const void*> taken;
+  std::size_t records = 0, objects = 0;
+  counts_ = os::for_each_loaded_object(core::note_name, [&](const os::loaded_object& obj) {
+    ++objects;
+    const bool own = obj.contains(&own_object_marker, 1);
+    bool has_runtime = false, has_records = false;
+    for (const auto& n : obj.notes) {
+      has_runtime |= n.type == core::note_type_runtime;
+      has_records |= n.type == core::note_type_record;
+    }
+    if (!has_records) return;
+    const std::string where = object_label(obj);
+    if (has_runtime && !own) {
+      foreign.push_back(where);  // its own runtime sees these
+      return;
+    }
+    for (const auto& n : obj.notes) {
+      if (n.type != core::note_type_record) continue;
+      ++records;
+      if (n.desc_size != 8) {
+        skipped.push_back("a fatpack note in " + where + " has a " + std::to_string(n.desc_size) +
+                          "-byte descriptor (expected 8; rebuild with a matching fatpack)");
+        continue;
+      }
+      std::int64_t distance = 0;
+      std::memcpy(&distance, n.desc, sizeof distance);
+      const auto* at = reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(n.desc) +
+                                                     static_cast<std::uintptr_t>(distance));
+      if (!obj.contains(at, sizeof(core::registry_record))) {
+        skipped.push_back("a fatpack note in " + where + " points outside it");
+        continue;
+      }
+      // The runtime's own link unit's section has it already, or another note points to it.
+      if (std::find(seen_records_.begin(), seen_records_.end(), at) != seen_records_.end() ||
+          std::find(taken.begin(), taken.end(), at) != taken.end())
+        continue;
+      taken.push_back(at);
+      core::registry_record rec;
+      std::memcpy(&rec, at, sizeof rec);
+      if (rec.magic != core::registry_record_magic || rec.version != core::registry_record_version) {
+        skipped.push_back("a registry record in " + where + " has magic/version " + core::hex(rec.magic) + "/" +
+                          std::to_string(rec.version) + " (expected " + core::hex(core::registry_record_magic) + "/" +
+                          std::to_string(core::registry_record_version) + "; rebuild with a matching fatpack)");
+        continue;
+      }
+      std::string name = "?";
+      if (const std::size_t room = obj.room(rec.name); room) {
+        const auto* nul = static_cast<const char*>(std::memchr(rec.name, 0, std::min<std::size_t>(room, 256)));
+        if (nul) name.assign(rec.name, nul);
+      }
+      const std::string label = "embedded package '" + name + "' in " + where;
+      if (!rec.begin || rec.end < rec.begin ||
+          !obj.contains(rec.begin, static_cast<std::size_t>(rec.end - rec.begin))) {
+        skipped.push_back(label + ": its bounds are not inside " + where);
+        continue;
+      }
+      auto parsed = parse_all(core::byte_span(rec.begin, static_cast<std::size_t>(rec.end - rec.begin)), label, nullptr);
+      if (!parsed) {
+        skipped.push_back(parsed.error().message);
+        continue;
+      }
+      std::vector<package_ptr> group;
+      for (auto& p : parsed.value()) {
+        p->source = "embedded";
+        p->embedded = p->from_note = true;
+        p->unloadable = !obj.is_program && !own;
+        p->object = obj.name;
+        p->object_base = obj.base;
+        // The same object (name, base) with the same header at the same address: the package seen
+        // before (its identity keys the module table), not a new one.
+        auto same = std::find_if(before.begin(), before.end(), [&](const package_ptr& q) {
+          return q->view.bytes().data == p->view.bytes().data && q->object == p->object &&
+                 q->object_base == p->object_base && q->header == p->header;
+        });
+        group.push_back(same != before.end() ? *same : package_ptr(std::move(p)));
+      }
+      found.push_back(std::move(group));
+    }
+  });
+  walked_ = true;
+  objects_walked_ = objects;
+  note_records_ = records;
+  foreign_objects_ = std::move(foreign);
+  // Rebuild: what did not come from a note stays, in its order; the note packages follow it.
+  std::vector<package_ptr> kept;
+  for (auto& p : packages_)
+    if (!p->from_note) kept.push_back(std::move(p));
+  packages_ = std::move(kept);
+  for (auto& group : found) {
+    if (auto st = add_parsed_locked(group); !st) skipped.push_back(st.error().message);
+  }
+  for (const auto& p : before) {
+    if (std::find(packages_.begin(), packages_.end(), p) != packages_.end()) continue;
+    const std::string what = "'" + p->name + "' (from " + (p->object.empty() ? "the program" : p->object) + ")";
+    log_line(log_level::info, "package " + what + " is gone: its object was unloaded");
+    ++unloaded_total_;
+    unloaded_.push_back(what);
+    if (unloaded_.size() > 8) unloaded_.erase(unloaded_.begin());
+  }
+  for (const auto& sk : skipped) log_line(log_level::warn, "skipped embedded package: " + sk);
+  note_skipped_ = std::move(skipped);
+  // Embedded packages first (the section's and registered ones, then the notes'), then the API's.
+  std::stable_partition(packages_.begin(), packages_.end(), [](const package_ptr& p) { return p->embedded; });
+}
+
+void registry::refresh_locked() {
+  scan_records_locked();
+  walk_objects_locked();
+}
+status registry::add_parsed_locked(std::vector<package_ptr> pkgs) {
   // Check all before adding any: all-or-nothing.
   for (const auto& p : pkgs) {
     for (const auto& q : packages_) {
@@ -171,8 +346,8 @@ status registry::add_file(const std::string& path) {
   auto parsed = parse_all(bytes, path, owned);
   if (!parsed) return parsed.error();
   std::lock_guard<std::mutex> lock(mu_);
-  scan_embedded_locked();
-  return add_parsed_locked(std::move(parsed.value()));
+  refresh_locked();
+  return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
 }
 
 status registry::add_memory(const void* data, std::size_t size, std::string_view source, ownership own) {
@@ -187,8 +362,8 @@ status registry::add_memory(const void* data, std::size_t size, std::string_view
   auto parsed = parse_all(bytes, std::string(source.empty() ? "memory" : source), keep);
   if (!parsed) return parsed.error();
   std::lock_guard<std::mutex> lock(mu_);
-  scan_embedded_locked();
-  return add_parsed_locked(std::move(parsed.value()));
+  refresh_locked();
+  return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
 }
 
 status registry::add_image(const void* data, std::size_t size, std::string_view module_name,
@@ -214,52 +389,62 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   if (!parsed) return parsed.error();
   for (auto& p : parsed.value()) p->source = source;
   std::lock_guard<std::mutex> lock(mu_);
-  scan_embedded_locked();
-  return add_parsed_locked(std::move(parsed.value()));
+  refresh_locked();
+  return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
 }
 
-std::string registry::no_packages_message() const {
-  const std::size_t records = seen_records_.size();
-  const std::size_t registered = records - std::min(records, section_records_);
-  if (records == 0 || skipped_.empty()) {
-    // Nothing embedded reached the runtime: the records were not linked in.
-    return "no fatpack packages are registered in this process (0 embedded records between "
-           "__start_fatpack_registry and __stop_fatpack_registry, 0 registered through fatpack_register_embedded, 0 "
-           "added through the API). If the kernels are embedded (fatpack_add_kernels or `fatpack embed`), the "
-           "generated source must be linked into the executable or shared library itself: when it sits in a static "
-           "library, the linker drops it unless that library is linked whole (CMake: "
-           "$<LINK_LIBRARY:WHOLE_ARCHIVE,lib>, GNU ld: -Wl,--whole-archive). Otherwise add packages with "
-           "fatpack::add_package_file / add_package_memory / add_image.";
-  }
-  // Records were linked in, but none held a usable package: linking is not the problem.
-  std::string m = "no usable fatpack package in this process: " + std::to_string(records) + " embedded record" +
-                  (records == 1 ? "" : "s") + " (" + std::to_string(section_records_) + " between __start_fatpack_registry and "
-                  "__stop_fatpack_registry, " + std::to_string(registered) + " registered through "
-                  "fatpack_register_embedded) were found and " + std::to_string(skipped_.size()) +
-                  " skipped as invalid (a damaged package, or one from an incompatible fatpack: rebuild it with this "
-                  "fatpack), and 0 packages were added through the API. Skipped:";
+std::string registry::skipped_list() const {
+  std::string m;
   for (const auto& sk : skipped_) m += " [" + sk + "]";
+  for (const auto& sk : note_skipped_) m += " [" + sk + "]";
   return m;
 }
 
-result<std::vector<package_ptr>> registry::packages() {
-  std::lock_guard<std::mutex> lock(mu_);
-  scan_embedded_locked();
-  if (packages_.empty()) return error{errc::no_packages, 0, no_packages_message(), {}};
-  return packages_;
+// What was checked, and what most likely went wrong.
+std::string registry::no_packages_message() const {
+  const std::size_t registered = seen_records_.size() - std::min(seen_records_.size(), section_records_);
+  const std::size_t records = seen_records_.size() + note_records_;
+  const std::size_t skipped = skipped_.size() + note_skipped_.size();
+  std::string m = "no fatpack packages are registered in this process. Checked: " + std::to_string(note_records_) +
+                  " package notes (.note.fatpack) in " + std::to_string(objects_walked_) + " loaded objects, " + std::to_string(section_records_) +
+                  " records between __start_fatpack_registry and __stop_fatpack_registry of its own link unit, " +
+                  std::to_string(registered) + " registered through fatpack_register_embedded, 0 added through the "
+                  "API (add_package_file / add_package_memory / add_image)";
+  if (!foreign_objects_.empty()) {
+    m += "; not seen: the packages of";
+    for (const auto& f : foreign_objects_) m += " " + f;
+    m += " (each links its own fatpack runtime, which alone loads its packages)";
+  }
+  if (unloaded_total_) {
+    m += "; " + std::to_string(unloaded_total_) + " package" + (unloaded_total_ == 1 ? " was" : "s were") +
+         " forgotten because the library holding it was unloaded (dlclose):";
+    for (const auto& u : unloaded_) m += " " + u;
+  }
+  if (skipped) {
+    m += "; " + std::to_string(skipped) + " of " + std::to_string(records) +
+         " embedded records skipped as invalid (a damaged package, or one from an incompatible fatpack: rebuild it "
+         "with this fatpack):" + skipped_list();
+    return m + ".";
+  }
+  if (unloaded_total_ || !foreign_objects_.empty()) return m + ".";
+  return m + ". Likely cause: the generated embedding source was not linked, or the library carrying it is not "
+             "loaded. fatpack_add_kernels keeps it in executables, shared libraries and static libraries (an "
+             "INTERFACE -Wl,-u); a link made without CMake must name the generated file itself, or keep a static "
+             "library's member (-Wl,--whole-archive, or -Wl,-u,fatpack_pkg_<symbol>_record). Or add packages "
+             "with fatpack::add_package_file / add_package_memory / add_image.";
 }
 
-result<module_entries> registry::find_module(std::string_view module, std::string_view package) {
-  std::lock_guard<std::mutex> lock(mu_);
-  scan_embedded_locked();
+result<module_entries> registry::find_module_locked(std::string_view module, std::string_view package) const {
   if (packages_.empty()) return error{errc::no_packages, 0, no_packages_message(), {}};
   std::vector<module_entries> found;
   bool package_seen = package.empty();
   for (const auto& p : packages_) {
     if (!package.empty() && p->name != package) continue;
     package_seen = true;
-    module_entries me = entries_of_module(p, module);
-    if (!me.entries.empty()) found.push_back(std::move(me));
+    // Owned copies only (registered_package::modules): no byte of an object that another thread may
+    // be unloading is read here.
+    for (std::size_t i = 0; i < p->modules.size(); ++i)
+      if (p->modules[i] == module) found.push_back(module_entries{p, p->module_entries[i]});
   }
   if (found.size() == 1) return std::move(found.front());
   if (found.size() > 1) {
@@ -282,9 +467,14 @@ result<module_entries> registry::find_module(std::string_view module, std::strin
     for (std::size_t i = 0; i < p->modules.size(); ++i) msg += (i ? ", " : "") + p->modules[i];
     msg += "]";
   }
-  if (!skipped_.empty()) {
-    msg += "; skipped (invalid):";
-    for (const auto& s : skipped_) msg += " [" + s + "]";
+  if (!skipped_.empty() || !note_skipped_.empty()) msg += "; skipped (invalid):" + skipped_list();
+  if (!unloaded_.empty()) {
+    msg += "; forgotten (their library was unloaded):";
+    for (const auto& u : unloaded_) msg += " " + u;
+  }
+  if (!foreign_objects_.empty()) {
+    msg += "; not looked into (each links its own fatpack runtime, which alone loads its packages):";
+    for (const auto& f : foreign_objects_) msg += " " + f;
   }
   return error{errc::not_found, 0, std::move(msg), {}};
 }
@@ -292,10 +482,63 @@ result<module_entries> registry::find_module(std::string_view module, std::strin
 module_entries entries_of_module(const package_ptr& package, std::string_view module) {
   module_entries me;
   me.package = package;
-  const auto& es = package->view.entries();
-  for (std::size_t i = 0; i < es.size(); ++i)
-    if (es[i].module_name == module && es[i].selectable()) me.entries.push_back(i);
+  for (std::size_t i = 0; i < package->modules.size(); ++i)
+    if (package->modules[i] == module) me.entries = package->module_entries[i];
   return me;
+}
+
+result<std::vector<package_ptr>> registry::packages() {
+  for (int attempt = 1;; ++attempt) {
+    std::vector<package_ptr> all;
+    os::load_counts walked;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      refresh_locked();
+      if (packages_.empty()) return error{errc::no_packages, 0, no_packages_message(), {}};
+      all = packages_;
+      walked = counts_;
+    }
+    // Pinned outside the lock: dlopen takes the loader's lock, which a library's constructor holds
+    // while it may call into fatpack (and so wait for mu_).
+    bool all_pinned = true;
+    for (auto& p : all) {
+      auto pinned = pin(p, walked);
+      if (!pinned) {
+        all_pinned = false;
+        break;
+      }
+      p = std::move(pinned);
+    }
+    if (all_pinned || attempt == pin_attempts) {
+      if (!all_pinned)
+        all.erase(std::remove_if(all.begin(), all.end(), [&](const package_ptr& p) { return p->unloadable; }), all.end());
+      return all;
+    }
+  }
+}
+
+result<module_entries> registry::find_module(std::string_view module, std::string_view package) {
+  for (int attempt = 1;; ++attempt) {
+    std::optional<result<module_entries>> found;
+    os::load_counts walked;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      refresh_locked();
+      found.emplace(find_module_locked(module, package));
+      walked = counts_;
+    }
+    if (!*found) return std::move(*found);
+    module_entries me = std::move(found->value());
+    if (auto pinned = pin(me.package, walked)) {
+      me.package = std::move(pinned);
+      return me;
+    }
+    if (attempt == pin_attempts)
+      return error{errc::not_found, 0,
+                   "package '" + me.package->name + "' (from " + me.package->object +
+                       ") was unloaded while module '" + std::string(module) + "' was being looked up in it",
+                   {}};
+  }
 }
 
 std::string describe_target(const core::entry_info& e) {

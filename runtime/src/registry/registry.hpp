@@ -1,27 +1,45 @@
 // The registry: every package this process can load modules from.
 //
 // Sources, in the order they are searched:
-//  - embedded packages: the records `fatpack embed` places in the section `fatpack_registry`, walked
-//    through the linker-made __start_/__stop_fatpack_registry of the link unit the runtime is in
-//    (weak + hidden, so each shared library sees its own), plus records registered at static-init
-//    time through fatpack_register_embedded() (how a shared library's packages reach a runtime
-//    linked elsewhere). Records are deduplicated by address. Embedded bytes are read in place.
+//  - embedded packages, found three ways (core/registry_record.hpp): the `.note.fatpack` notes of
+//    every loaded object (the program and its shared libraries), walked through the program headers
+//    (os::for_each_loaded_object); the records between __start_/__stop_fatpack_registry of the
+//    runtime's own link unit (weak + hidden); records passed to fatpack_register_embedded() by files
+//    generated before the note existed. Records are deduplicated by address. Embedded bytes are
+//    read in place.
 //  - packages added through the API: a file (read into owned memory, at most max_package_file_size
 //    bytes; never mapped, so rewriting it cannot crash the process), a memory buffer
 //    (copied or borrowed), or a bare cubin / PTX / nvcc fatbin image that becomes a one-module package
 //    (core::import_input + core::write_package with codec none).
 //
+// Which objects a runtime sees: its own, and every object that does not link a runtime of its own
+// (the runtime's note, core::note_type_runtime). So a library with its own copy of the runtime keeps
+// its packages to itself, and a library that only carries kernels serves the program's runtime.
+//
+// Loading and unloading: every call first asks the loader whether any object was loaded or unloaded
+// since the last walk (os::loaded_object_counts, one step of dl_iterate_phdr); if so it walks again.
+// A package whose object is gone is forgotten (and named in no_packages/not_found messages); a
+// package found again at the same address with the same header (its tables' checksum covers every
+// entry) keeps its identity, anything else there is a new package. All reads of an object's bytes
+// during a walk happen inside the walk, where the loader cannot unmap anything, and stay inside the
+// object's segments. Outside the walk the registry reads only what it copied (names, module lists).
+// A package handed out (find_module, packages) from an object that can be unloaded (not the
+// program, not the runtime's own object) carries a pin (os::pin_loaded_object): the object stays
+// mapped until the last module handle or background compile using it is gone, even when the
+// program dlclose()s it meanwhile (docs/runtime.md "Unloading").
+//
 // Policy: a package is validated (package_view::parse) when it is added; embedded packages are parsed
-// on first use and an invalid one is skipped with a warning (and named in "not found" errors). "0
-// packages" is its own error (errc::no_packages) explaining how embedded packages get lost (a static
-// library without WHOLE_ARCHIVE). The same bytes registered twice count once; a different package
-// under a name already in use is refused.
+// when found and an invalid one is skipped with a warning (and named in "not found" errors). "0
+// packages" is its own error (errc::no_packages) saying what was checked. The same bytes registered
+// twice count once; a different package under a name already in use is refused.
 #pragma once
 
 #include "fatpack/core/package.hpp"
 #include "fatpack/core/registry_record.hpp"
 #include "fatpack/fatpack.hpp"
+#include "platform/os.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,6 +58,16 @@ struct registered_package {
   core::package_view view;             // views into the bytes kept alive by `keep`
   std::shared_ptr<const void> keep;    // owned copy (file, copied memory, image); null for embedded / borrowed bytes
   std::vector<std::string> modules;    // distinct module names, in entry order
+  // The candidates of modules[i], in order: its entries except the later parts of a link group.
+  std::vector<std::vector<std::size_t>> module_entries;
+  std::array<std::uint8_t, core::header_size_v1> header{};  // the package's first bytes (zero-padded)
+  bool embedded = false;               // found through a record (note, section or registered)
+  bool from_note = false;              // found through a note (walked again after loads/unloads)
+  // Found through a note of a loaded object that may be unloaded (not the program, not the
+  // runtime's own object): handed out pinned.
+  bool unloadable = false;
+  std::string object;                  // the loaded object it came from (notes only; "" = the program)
+  std::uintptr_t object_base = 0;
 };
 using package_ptr = std::shared_ptr<const registered_package>;
 
@@ -69,17 +97,32 @@ class registry {
 
  private:
   registry() = default;
-  void scan_embedded_locked();
-  status add_parsed_locked(std::vector<std::shared_ptr<registered_package>> pkgs);
+  // Brings the embedded packages up to date: the section and registered records once, then the
+  // loaded objects' notes whenever the loader loaded or unloaded something.
+  void refresh_locked();
+  void scan_records_locked();
+  void walk_objects_locked();
+  result<module_entries> find_module_locked(std::string_view module, std::string_view package) const;
+  status add_parsed_locked(std::vector<package_ptr> pkgs);
   std::string no_packages_message() const;
+  std::string skipped_list() const;
 
   mutable std::mutex mu_;
   std::vector<package_ptr> packages_;
   std::vector<const core::registry_record*> pending_;   // registered, not parsed yet
-  std::vector<const void*> seen_records_;
-  std::vector<std::string> skipped_;                    // embedded packages that did not validate
+  std::vector<const void*> seen_records_;               // section and registered records taken
+  std::vector<std::string> skipped_;                    // section/registered packages that did not validate
   std::size_t section_records_ = 0;                     // records found between __start_/__stop_
   bool scanned_section_ = false;
+  // The last walk of the loaded objects.
+  bool walked_ = false;
+  os::load_counts counts_;
+  std::size_t note_records_ = 0;                        // record notes found in objects this runtime sees
+  std::size_t objects_walked_ = 0;
+  std::vector<std::string> foreign_objects_;            // objects with kernels and their own runtime
+  std::vector<std::string> note_skipped_;               // note packages that did not validate
+  std::vector<std::string> unloaded_;                   // packages forgotten because their object went (last 8)
+  std::size_t unloaded_total_ = 0;
 };
 
 // Parses every package in `bytes` (core::for_each_package: back to back, a zero tail allowed).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace fatpack::core {
 
@@ -13,5 +14,8 @@ std::string hex_bytes(const std::uint8_t* p, std::size_t n);
 std::string hex(std::uint64_t v);
 // A number as exactly 16 digits: 000000000000001f (hashes in keys and listings).
 std::string hex16(std::uint64_t v);
+// Text from outside (a package's options, a name) as a message or a terminal may show it: printable
+// ASCII as is, every other byte as \xNN; past `limit` bytes, "..." instead of the rest.
+std::string printable_text(std::string_view s, std::size_t limit = SIZE_MAX);
 
 }  // namespace fatpack::core

@@ -8,6 +8,7 @@
 #include "fatpack/core/target.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,10 +52,20 @@ status verify_package_images(const package_view& pkg);
 // Validates the ELF structure it reads (every offset checked); `source` names it in errors.
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
 
+// A kernel parameter as the `.entry` declares it: `.param .u64 x`, `.param .align 8 .b8 s[24]`.
+// `offset` is where cuLaunchKernel puts it: after the previous one, aligned to `align` (the
+// explicit `.align N`, else the type's size; a `.ptr` parameter's `.align` is its pointee's).
+struct ptx_param {
+  std::uint32_t offset = 0, size = 0, align = 1;
+};
+
 struct ptx_info {
   core::target target;   // kind ptx: ".target sm_90a" -> compute_90a
   core::ptx_isa isa;     // ".version 9.0"
   std::vector<std::string> kernels;  // names of `.entry` functions, in order
+  // Each kernel's parameters, parallel to kernels; nullopt where the list is not understood (a
+  // type this reader does not know): the PTX is still valid.
+  std::vector<std::optional<std::vector<ptx_param>>> params;
   // From nvcc's header comment "// Cuda compilation tools, release 13.0, ..." (13000); 0 when
   // absent (fatbinary strips comments from the PTX it embeds).
   std::uint32_t toolkit_version = 0;
