@@ -47,6 +47,20 @@ inline std::vector<std::uint8_t> with_version(std::vector<std::uint8_t> ptx, con
   return std::vector<std::uint8_t>(s.begin(), s.end());
 }
 
+// Writes `entries` as package `name` and registers it (a failure ends the test run).
+inline void register_package(const std::string& name, const std::vector<fatpack::core::entry_input>& entries) {
+  auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
+  if (!pkg) {
+    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
+    std::exit(1);
+  }
+  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
+  if (!s) {
+    std::printf("FAIL: %s\n", s.error().what());
+    std::exit(1);
+  }
+}
+
 // Registers package `name` holding module `module` (default: `name`) built from artifacts ("file" or
 // "file@isa": PTX with its .version rewritten); its PTX entries record `ptx_options` (ptxas syntax).
 inline void add_package(const std::string& name, const std::vector<std::string>& items, std::string module = {},
@@ -67,16 +81,7 @@ inline void add_package(const std::string& name, const std::vector<std::string>&
       entries.push_back(std::move(e));
     }
   }
-  auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
-  if (!pkg) {
-    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
-    std::exit(1);
-  }
-  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
-  if (!s) {
-    std::printf("FAIL: %s\n", s.error().what());
-    std::exit(1);
-  }
+  register_package(name, entries);
 }
 
 // Registers package `name` with module `name`: the link group of rdc_kernel.cu's and rdc_device.cu's
@@ -106,16 +111,7 @@ inline void add_rdc_package(const std::string& name, bool relocatable_cubin) {
       entries.push_back(std::move(e));
     }
   }
-  auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
-  if (!pkg) {
-    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
-    std::exit(1);
-  }
-  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
-  if (!s) {
-    std::printf("FAIL: %s\n", s.error().what());
-    std::exit(1);
-  }
+  register_package(name, entries);
 }
 
 }  // namespace fatpack_gpu_test

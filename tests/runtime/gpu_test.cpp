@@ -96,6 +96,15 @@ cuda_calls load_calls() {
     }                                                                            \
   } while (0)
 
+// Pops the context a kernel run pushed, on every path out of it.
+struct pop_on_exit {
+  const cuda_calls& cu;
+  ~pop_on_exit() {
+    CUcontext c;
+    cu.pop(&c);
+  }
+};
+
 // Launches vadd and saxpy from `m` on its primary context; compares with the CPU.
 bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   const int n = 1 << 20;
@@ -110,13 +119,7 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   EXPECT(vadd.has_value() && saxpy.has_value(), "kernels missing");
   if (!vadd || !saxpy) return false;
   CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
-  struct pop_on_exit {
-    const cuda_calls& cu;
-    ~pop_on_exit() {
-      CUcontext c;
-      cu.pop(&c);
-    }
-  } popper{cu};
+  const pop_on_exit popper{cu};
   const std::size_t bytes = sizeof(float) * n;
   CUdeviceptr da = 0, db = 0, dc = 0, dy = 0;
   CU(cu.mem_alloc(&da, bytes));
@@ -168,13 +171,7 @@ bool run_rdc_kernel(const cuda_calls& cu, const fatpack::module& m) {
   EXPECT(k.has_value(), "rdc_saxpy missing");
   if (!k) return false;
   CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
-  struct pop_on_exit {
-    const cuda_calls& cu;
-    ~pop_on_exit() {
-      CUcontext c;
-      cu.pop(&c);
-    }
-  } popper{cu};
+  const pop_on_exit popper{cu};
   const std::size_t bytes = sizeof(float) * n;
   CUdeviceptr dx = 0, dy = 0;
   CU(cu.mem_alloc(&dx, bytes));
