@@ -3,7 +3,9 @@
 // cores; nvcc itself compiles -gencode targets one after another.
 #include "arch_list.hpp"
 #include "cleanup.hpp"
+#include "depfile.hpp"
 #include "file_io.hpp"
+#include "nvcc_failures.hpp"
 #include "pack_common.hpp"
 #include "process.hpp"
 #include "tool.hpp"
@@ -30,7 +32,7 @@ struct job {
 };
 
 // Runs `jobs` on `threads` threads (each job's nvcc in `dir`, where its temporary files go too), with
-// a progress line on a terminal; prints every failure with its command and output. False if any failed.
+// a progress line on a terminal; reports the failures (print_nvcc_failures). False if any failed.
 bool run_jobs(std::vector<job>& jobs, unsigned threads, bool verbose, const std::string& dir, const char* what) {
   if (jobs.empty()) return true;
   const unsigned n = std::min<unsigned>(std::max(1u, threads), unsigned(jobs.size()));
@@ -63,23 +65,23 @@ bool run_jobs(std::vector<job>& jobs, unsigned threads, bool verbose, const std:
   for (auto& t : pool) t.join();
   if (progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
 
-  int failures = 0;
+  std::vector<nvcc_failure> failures;
   for (const auto& j : jobs) {
     if (j.result.exit_code == 0) continue;
-    ++failures;
-    print_error(j.source + ": " + what + " failed for " + j.target.str() + " (" +
-                (j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error) +
-                "): " + join_command(j.argv));
-    if (!j.result.output.empty()) std::cerr << j.result.output;
+    failures.push_back({j.source, j.target.str(),
+                        j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error,
+                        join_command(j.argv), j.result.output});
   }
-  return failures == 0;
+  if (!failures.empty()) print_nvcc_failures(failures);
+  return failures.empty();
 }
 
 }  // namespace
 
 command_runner add_build_command(CLI::App& app) {
   struct options {
-    std::string output, name, arch, module, nvcc = "nvcc";
+    std::string output, name, module, nvcc = "nvcc", depfile;
+    std::vector<std::string> arch;  // each --arch; joined, they are one list
     unsigned jobs = 0;
     codec_options codec;
     std::vector<std::string> sources;
@@ -97,8 +99,14 @@ command_runner add_build_command(CLI::App& app) {
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
                   "Targets in CMake CUDA_ARCHITECTURES syntax: 75-real,90-real,120-virtual; a bare 90 means "
-                  "real + virtual; all, all-major")
-      ->required();
+                  "real + virtual; all, all-major (repeatable: --arch 80-real --arch 90-real is --arch 80-real,90-real)")
+      ->required()
+      ->allow_extra_args(false)  // one list per --arch: the sources after it are sources, not more architectures
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--depfile", o->depfile,
+                  "Also write FILE: a Make-syntax dependency file (OUTPUT: each source and every header nvcc read, for "
+                  "every target), for Make, Ninja and CMake's add_custom_command(DEPFILE)")
+      ->type_name("FILE");
   cmd->add_option("-j,--jobs", o->jobs, "Parallel nvcc jobs (default: number of cores)");
   cmd->add_option("--nvcc", o->nvcc, "nvcc to run (default: $NVCC or nvcc on PATH)");
   cmd->add_option("--module", o->module,
@@ -117,7 +125,9 @@ command_runner add_build_command(CLI::App& app) {
       print_error(codes.error().message);
       return exit_failure;
     }
-    auto targets = parse_arch_list(o->arch, *codes);
+    std::string arch_list;
+    for (const auto& a : o->arch) arch_list += (arch_list.empty() ? "" : ",") + a;
+    auto targets = parse_arch_list(arch_list, *codes);
     if (!targets) throw usage_error{"--arch: " + targets.error().message};
     for (const auto& s : o->sources) {
       if (::access(s.c_str(), R_OK) != 0) {
@@ -174,6 +184,7 @@ command_runner add_build_command(CLI::App& app) {
         j.argv = {o->nvcc, ptx ? "-ptx" : "-cubin", "-arch=" + t.str()};
         if (rdc) j.argv.push_back("-rdc=true");
         j.argv.insert(j.argv.end(), {"-o", j.output, src});
+        if (!o->depfile.empty()) j.argv.insert(j.argv.end(), {"-MD", "-MF", j.output + ".d"});
         for (const auto& a : nvcc_args) j.argv.push_back(a);
         jobs.push_back(std::move(j));
       }
@@ -185,7 +196,7 @@ command_runner add_build_command(CLI::App& app) {
       for (const auto& t : *targets) {
         if (t.kind != core::entry_kind::sass) continue;
         job l;
-        l.source = rdc_module;
+        l.source = "device link of module '" + rdc_module + "'";
         l.target = t;
         l.output = tmp.path() + "/link." + t.str() + ".cubin";
         l.argv = {o->nvcc, "-dlink", "-cubin", "-arch=" + t.str(), "-o", l.output};
@@ -230,7 +241,11 @@ command_runner add_build_command(CLI::App& app) {
       }
       form_link_groups(entries);
     }
-    return write_package_file(o->output, package_name, entries, o->codec, o->verbose);
+    const int rc = write_package_file(o->output, package_name, entries, o->codec, o->verbose);
+    if (rc != exit_ok || o->depfile.empty()) return rc;
+    std::vector<std::string> nvcc_depfiles;
+    for (const auto& j : jobs) nvcc_depfiles.push_back(j.output + ".d");
+    return write_build_depfile(o->depfile, o->output, nvcc_depfiles);
   };
 }
 

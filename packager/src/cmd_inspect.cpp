@@ -1,7 +1,11 @@
 // fatpack inspect: what a package (or a host binary embedding packages) holds. Human table or one
 // JSON document (schema_version 1; additive changes keep the version, anything else bumps it).
+// Kernels are shown demangled (the table: without the return type, as a kernel is asked for by
+// name; the JSON: the symbols in "kernels", c++filt's text in "kernels_demangled").
 #include "json_out.hpp"
 #include "tool.hpp"
+
+#include "fatpack/core/kernel_names.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -26,9 +30,13 @@ nlohmann::json entry_json(const core::entry_info& e) {
   j["offset"] = e.payload_offset;
   j["xxh3"] = core::hex16(e.raw_xxh3);
   j["options"] = std::string(e.options);
-  nlohmann::json kernels = nlohmann::json::array();
-  for (auto k : e.kernels) kernels.push_back(std::string(k));
+  nlohmann::json kernels = nlohmann::json::array(), demangled = nlohmann::json::array();
+  for (auto k : e.kernels) {
+    kernels.push_back(std::string(k));
+    demangled.push_back(core::demangle_symbol(k));
+  }
   j["kernels"] = kernels;
+  j["kernels_demangled"] = demangled;
   // Format 1.1 link groups: part k of n relocatable PTX entries JIT-linked as one module; null otherwise.
   j["link"] = e.in_link_group() ? nlohmann::json{{"part", e.link_part}, {"parts", e.link_parts}} : nlohmann::json(nullptr);
   return j;
@@ -50,8 +58,9 @@ void print_human(const package_file& pf) {
     std::printf("  %-3s %-14s %-13s %-4s %-5s %-5s %12s %12s  %-16s %s\n", "#", "module", "target", "kind", "isa",
                 "codec", "raw", "stored", "xxh3", "kernels");
     for (const auto& e : pkg.entries()) {
+      // "; " between kernels: a demangled name has commas of its own.
       std::string kernels;
-      for (auto k : e.kernels) kernels += (kernels.empty() ? "" : ",") + std::string(k);
+      for (auto k : e.kernels) kernels += (kernels.empty() ? "" : "; ") + core::describe_kernel(k).display;
       if (e.in_link_group())
         kernels += (kernels.empty() ? "" : " ") + std::string("[link part ") + std::to_string(e.link_part + 1) + "/" +
                    std::to_string(e.link_parts) + "]";

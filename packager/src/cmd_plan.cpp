@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -31,15 +32,18 @@ struct module_entries {
 
 command_runner add_plan_command(CLI::App& app) {
   struct options {
-    std::vector<std::string> gpus;
+    std::vector<std::string> gpus, required;
     std::string driver, policy = "prefer_sass", file, module;
     bool json = false, tegra = false;
   };
   auto o = std::make_shared<options>();
   CLI::App* cmd = app.add_subcommand(
       "plan", "Show which entry each GPU would load and why every other entry is refused (the runtime's own rules). "
-              "Without --gpu: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
-  cmd->add_option("--gpu", o->gpus, "A GPU by compute capability: sm_86, 86 or 8.6 (repeatable)");
+              "Without --gpu or --require: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
+  cmd->add_option("--gpu", o->gpus, "GPUs by compute capability: sm_86, 86 or 8.6; a comma-separated list, repeatable");
+  cmd->add_option("--require", o->required,
+                  "CI gate: exit 1 when one of these GPUs (sm_75,sm_90,...; repeatable) would get nothing from a module "
+                  "of the file, naming the GPU, the module and why; they are planned like --gpu");
   cmd->add_option("--driver", o->driver,
                   "CUDA version of the driver, e.g. 12.4 (limits the PTX ISA it accepts; default: not checked)");
   cmd->add_option("--policy", o->policy, "prefer_sass (default), force_ptx or sass_only")
@@ -59,7 +63,15 @@ command_runner add_plan_command(CLI::App& app) {
                                 : o->policy == "sass_only" ? fatpack::policy::sass_only
                                                            : fatpack::policy::prefer_sass;
     std::vector<std::uint32_t> gpus;
-    for (const auto& g : o->gpus) gpus.push_back(parse_gpu(g));
+    for (const auto& g : list_items(o->gpus)) gpus.push_back(parse_gpu(g));
+    if (!o->gpus.empty() && gpus.empty()) throw usage_error{"--gpu: no GPU given"};
+    std::vector<std::uint32_t> required;
+    for (const auto& g : list_items(o->required)) {
+      const std::uint32_t cc = parse_gpu(g);
+      required.push_back(cc);
+      if (std::find(gpus.begin(), gpus.end(), cc) == gpus.end()) gpus.push_back(cc);
+    }
+    if (!o->required.empty() && required.empty()) throw usage_error{"--require: no GPU given"};
     const bool matrix = gpus.empty();
     if (matrix) {
       gpus = core::known_sass_archs();
@@ -83,6 +95,7 @@ command_runner add_plan_command(CLI::App& app) {
                      core::max_ptx_isa_for_driver(driver).str() + ")"
                : "any driver (PTX ISA not checked; pass --driver)";
     bool matched = false;
+    nlohmann::json missing = nlohmann::json::array();  // required GPUs that get nothing, per module
     for (const auto& pkg : pf->packages) {
       std::map<std::string, module_entries> modules;  // sorted: deterministic output
       for (const auto& e : pkg.entries()) {
@@ -122,6 +135,9 @@ command_runner add_plan_command(CLI::App& app) {
             plan["candidates"].push_back(cj);
           }
           if (!sel.nothing_fits.empty()) plan["nothing_fits"] = sel.nothing_fits;
+          if (plan["chosen"].is_null() && std::find(required.begin(), required.end(), gpu) != required.end())
+            missing.push_back({{"device", core::sm_name(gpu)}, {"package", std::string(pkg.name())}, {"module", mod},
+                               {"why", sel.nothing_fits}});
           doc["plans"].push_back(plan);
           if (o->json) continue;
           if (matrix) {
@@ -154,8 +170,25 @@ command_runner add_plan_command(CLI::App& app) {
       print_error(o->file + ": no module named '" + o->module + "'");
       return exit_failure;
     }
+    if (!required.empty()) {
+      nlohmann::json req;
+      for (const std::uint32_t gpu : required) req["devices"].push_back(core::sm_name(gpu));
+      req["ok"] = missing.empty();
+      req["missing"] = missing;
+      doc["require"] = req;
+    }
     if (o->json) print_json_document(doc);
     std::cout << std::flush;
+    for (const auto& m : missing)
+      print_error("--require: " + m["device"].get<std::string>() + " gets nothing from package '" +
+                  m["package"].get<std::string>() + "', module '" + m["module"].get<std::string>() +
+                  "': " + m["why"].get<std::string>());
+    if (!missing.empty()) return exit_failure;
+    if (!required.empty() && !o->json) {
+      std::string list;
+      for (const std::uint32_t gpu : required) list += (list.empty() ? "" : ", ") + core::sm_name(gpu);
+      std::cout << "--require: every module has code for " << list << "\n";
+    }
     return exit_ok;
   };
 }

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 namespace fatpack::tool {
 namespace {
@@ -21,7 +20,7 @@ namespace fc = fatpack::detail::cache;
 
 struct warm_args {
   std::string path;
-  std::string targets;  // "sm_86,sm_100"
+  std::vector<std::string> targets;  // each --target: "sm_86,sm_100"
   std::vector<std::string> packages;
   bool quiet = false;
 };
@@ -62,14 +61,12 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& label
 int run_warm(const warm_args& a) {
   fc::warm_options o;
   if (!a.targets.empty()) {
-    std::stringstream ss(a.targets);
-    for (std::string t; std::getline(ss, t, ',');) {
-      if (t.empty()) continue;
+    for (const auto& t : list_items(a.targets)) {
       auto cc = fc::parse_warm_target(t);
       if (!cc) throw usage_error{"--target: " + cc.error().message};
       o.targets.push_back(*cc);
     }
-    if (o.targets.empty()) throw usage_error{"--target: no target in '" + a.targets + "'"};
+    if (o.targets.empty()) throw usage_error{"--target: no target given"};
   }
   auto cache = fc::admin::open(cache_dir_argument(a.path), false);
   if (!cache) {
@@ -143,8 +140,8 @@ command_runner add_warm_command(CLI::App& app) {
       "the JIT path from FATPACK_JIT_BACKEND");
   add_cache_path_option(*cmd, args->path);
   cmd->add_option("--target", args->targets,
-                  "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120 (the driver's cross-target "
-                  "JIT; any CC the installed driver knows)");
+                  "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120, repeatable (the driver's "
+                  "cross-target JIT; any CC the installed driver knows)");
   cmd->add_flag("-q,--quiet", args->quiet, "Print only failures and the summary line");
   cmd->add_option("packages", args->packages,
                   "Packages (.fpk), or programs and libraries that embed packages (found as `inspect` finds them)")

@@ -38,10 +38,14 @@ std::uint64_t max_input_size() {
 }
 
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path) {
-  const std::uint64_t limit = max_input_size();
+  return read_file_bounded(path, max_input_size(), "the input size limit", "FATPACK_MAX_INPUT_SIZE");
+}
+
+core::result<std::vector<std::uint8_t>> read_file_bounded(const std::string& path, std::uint64_t limit,
+                                                          const std::string& limit_name, const std::string& limit_source) {
   auto too_big = [&](const std::string& what) {
-    return core::make_error(core::errc::io, path + ": " + what + " exceeds the input size limit of " +
-                                                std::to_string(limit) + " bytes (FATPACK_MAX_INPUT_SIZE)");
+    return core::make_error(core::errc::io, path + ": " + what + " exceeds " + limit_name + " of " +
+                                                std::to_string(limit) + " bytes (" + limit_source + ")");
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(path, "cannot open");

@@ -17,6 +17,9 @@ namespace fatpack::tool {
 inline constexpr std::uint64_t default_max_input_size = std::uint64_t(4) << 30;
 std::uint64_t max_input_size();
 core::result<std::vector<std::uint8_t>> read_file(const std::string& path);
+// The same with another bound; an error says "exceeds LIMIT_NAME of N bytes (LIMIT_SOURCE)".
+core::result<std::vector<std::uint8_t>> read_file_bounded(const std::string& path, std::uint64_t limit,
+                                                          const std::string& limit_name, const std::string& limit_source);
 // Returns true in *changed when the file was (re)written. What `path` is decides how: a regular file
 // (or none) is replaced atomically as above; a symbolic link to a regular file keeps the link and
 // replaces the file it names; a character device or FIFO (/dev/null, /dev/stdout, a named pipe) is

@@ -1,6 +1,7 @@
 // fatpack: the packager CLI. Each subcommand lives in its own cmd_*.cpp; this file wires them up
 // and owns the exit-code policy (0 ok, 1 failure, 2 usage).
 #include "cleanup.hpp"
+#include "response_file.hpp"
 #include "tool.hpp"
 
 #include "fatpack/core/package.hpp"
@@ -14,9 +15,18 @@ int main(int argc, char** argv) {
   // Before any thread starts: a signal stops the children, removes temporary files and ends the
   // process with that signal (cleanup.hpp).
   install_signal_cleanup();
+  // `@FILE` arguments are replaced by the file's words (response_file.hpp), before anything else.
+  auto expanded = expand_response_files(std::vector<std::string>(argv + std::min(argc, 1), argv + argc));
+  if (!expanded) {
+    print_error(expanded.error().message);
+    return exit_usage;
+  }
+  std::vector<std::string> words = std::move(expanded).value();
+  words.insert(words.begin(), argc > 0 ? argv[0] : "fatpack");
   // Everything after a bare `--` goes to nvcc unchanged (`fatpack build ... -- -O3`); CLI11 must
   // not see it.
-  std::vector<char*> args(argv, argv + argc);
+  std::vector<char*> args;
+  for (auto& w : words) args.push_back(w.data());
   for (std::size_t i = 1; i < args.size(); ++i) {
     if (std::string(args[i]) == "--") {
       passthrough_args().assign(args.begin() + long(i) + 1, args.end());
@@ -31,7 +41,9 @@ int main(int argc, char** argv) {
                "cache.\n"
                "Exit status: 0 success, 1 failure, 2 usage error.",
                "fatpack"};
-  app.footer("Environment: FATPACK_MAX_INPUT_SIZE bounds every input file read (bytes; default 4294967296).");
+  app.footer("Response files: an argument @FILE (before a bare --) is replaced by the words of FILE: whitespace "
+             "separates them, '...' and \"...\" group, a backslash escapes; nested at most 8 deep, at most 1 MiB "
+             "each.\nEnvironment: FATPACK_MAX_INPUT_SIZE bounds every input file read (bytes; default 4294967296).");
   app.require_subcommand(1);
   app.set_version_flag("--version",
                        std::string("fatpack ") + FATPACK_VERSION + " (package format " +
@@ -53,6 +65,7 @@ int main(int argc, char** argv) {
   add(add_export_fatbin_command);
   add(add_cache_command);
   add(add_warm_command);
+  add(add_doctor_command);
 
   // A first word that is no option and no command: say so, with the nearest command (CLI11 would
   // only say that a subcommand is required).

@@ -19,6 +19,19 @@ std::vector<std::string>& passthrough_args() {
   return args;
 }
 
+std::vector<std::string> list_items(const std::vector<std::string>& occurrences) {
+  std::vector<std::string> items;
+  for (const auto& o : occurrences) {
+    std::size_t start = 0;
+    while (start <= o.size()) {
+      const std::size_t comma = std::min(o.find(',', start), o.size());
+      if (comma > start) items.push_back(o.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return items;
+}
+
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
   return std::to_string(n) + " " + std::string(n == 1 ? singular : plural);
 }

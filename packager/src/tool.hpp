@@ -56,11 +56,16 @@ command_runner add_embed_command(CLI::App& app);
 command_runner add_export_fatbin_command(CLI::App& app);
 command_runner add_cache_command(CLI::App& app);
 command_runner add_warm_command(CLI::App& app);
+command_runner add_doctor_command(CLI::App& app);
 
 // --path DIR of `cache ...` and `warm` (default: the runtime's per-user cache directory), and the
 // absolute directory it names.
 void add_cache_path_option(CLI::App& cmd, std::string& path);
 std::string cache_dir_argument(const std::string& path);
+
+// The items of a repeatable list option: every occurrence, each split at commas, empty items dropped
+// (`--gpu sm_86 --gpu sm_90,sm_120` -> sm_86, sm_90, sm_120).
+std::vector<std::string> list_items(const std::vector<std::string>& occurrences);
 
 // Arguments after a bare `--` (for `build`: passed to nvcc unchanged).
 std::vector<std::string>& passthrough_args();

@@ -19,11 +19,10 @@ struct affine_coefficients {
 };
 
 // ---- kernel names --------------------------------------------------------------------------------
-// MANGLED NAMES: the instantiations are looked up by their symbol names, as nvcc mangles them. Once
-// the runtime looks kernels up by C++ name, these become "demo::affine<float, 256>" and
-// "demo::affine<double, 128>".
-constexpr const char* k_affine_float_256 = "_ZN4demo6affineIfLi256EEEvPKT_PS1_i";   // demo::affine<float, 256>
-constexpr const char* k_affine_double_128 = "_ZN4demo6affineIdLi128EEEvPKT_PS1_i";  // demo::affine<double, 128>
+// The instantiations by their C++ names; the runtime finds the symbols nvcc gave them
+// (_ZN4demo6affineIfLi256EEEvPKT_PS1_i, ...), which would be accepted as well.
+constexpr const char* k_affine_float_256 = "demo::affine<float, 256>";
+constexpr const char* k_affine_double_128 = "demo::affine<double, 128>";
 
 // Runs demo::affine<T, Block> over n elements and compares with the CPU; "" when they match.
 template <class T, unsigned Block>

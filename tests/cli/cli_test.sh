@@ -23,10 +23,10 @@ json() { python3 -c "import json,sys; d=json.load(open('out.txt')); $1" || { cat
 cubins=("$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.sm_90.cubin")
 ptx="$art/vadd.compute_90.ptx"
 
-# For the build_signal / build_stale cases: a stand-in for nvcc (`fatpack build --nvcc`) that answers
-# fatpack's queries and "compiles" by copying a committed cubin; with FAKE_NVCC_SLOW set it writes a
-# file in $TMPDIR and starts a child (as nvcc does, and starts cicc and ptxas), records "its pid, its
-# child's pid" in compiler.pids and waits.
+# For the build_signal / build_stale / response_files / depfile_escapes cases: a stand-in for nvcc
+# (`fatpack build --nvcc`) that answers fatpack's queries and "compiles" by copying the committed
+# cubin of its -arch; with FAKE_NVCC_SLOW set it writes a file in $TMPDIR and starts a child (as nvcc
+# does, and starts cicc and ptxas), records "its pid, its child's pid" in compiler.pids and waits.
 make_fake_nvcc() {
   cat > fake-nvcc <<EOF
 #!/usr/bin/env bash
@@ -38,8 +38,9 @@ if [ -n "\${FAKE_NVCC_SLOW:-}" ]; then
   echo x > "\${TMPDIR:-/tmp}/tmpxft_fake_\$\$"  # as nvcc's own temporary files
   sleep 60 & echo "\$\$ \$!" >> "$work/compiler.pids"; wait; exit 1
 fi
-while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; shift; done
-cp "$art/vadd.sm_75.cubin" "\$out"
+arch=sm_75
+while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; case "\$1" in -arch=sm_*) arch=\${1#-arch=} ;; esac; shift; done
+cp "$art/vadd.\$arch.cubin" "\$out"
 EOF
   chmod +x fake-nvcc
   printf '__global__ void k() {}\n' > k.cu
@@ -98,7 +99,7 @@ cache_warm)
   expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
   [ "$(jits)" = 1 ] || fail "the program JIT-ed although warm had filled the cache ($(jits) JITs)"
   # Cross-target: GPUs that are not in the machine. sm_86 has SASS (sm_80 runs on CC 8.6).
-  run 0 "$fatpack" warm --path "$c" --target sm_86,sm_100,sm_120 w.fpk
+  run 0 "$fatpack" warm --path "$c" --target sm_86,sm_100 --target sm_120 w.fpk  # lists and repeats
   expect_in out.txt "^has SASS +w/vadd for sm_86: "
   expect_in out.txt "^compiled +w/vadd for sm_100"
   expect_in out.txt "^compiled +w/vadd for sm_120"
@@ -158,10 +159,117 @@ cache_warm)
   run 1 "$fatpack" warm --path "$c" no-such.fpk
   expect_in err.txt "fatpack: error: .*no-such.fpk"
   ;;
+doctor)
+  # `fatpack doctor PROGRAM` against the fake driver (FATPACK_LIBCUDA, set by CTest) with a sample
+  # program that embeds a package: what each device loads, whether the cache has it, what would be
+  # JIT-compiled; without a driver it says so and still reports the packages and the cache.
+  [ -n "${FATPACK_LIBCUDA:-}" ] && [ -n "${PROBE:-}" ] || fail "CTest must set FATPACK_LIBCUDA and PROBE"
+  export FAKECUDA_DEVICES=90,80 FATPACK_CACHE_PATH=$work/cache
+  unset FATPACK_CACHE_PREBUILT_PATH FATPACK_CACHE_DISABLE FATPACK_CACHE_READONLY FATPACK_FORCE_PTX_JIT CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT
+  run 0 "$fatpack" pack -o w.fpk --name w --module vadd "$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" "$art/vadd.compute_80.ptx"
+  run 0 "$fatpack" embed -o w.S w.fpk
+  printf 'int main(void) { return 0; }\n' > main.c
+  cc main.c w.S -o app || fail "cannot link the sample program"
+  run 0 "$fatpack" doctor app
+  expect_in out.txt "^driver: +$FATPACK_LIBCUDA, CUDA 13.0 \\(JIT accepts PTX ISA <= 9.0\\)"
+  expect_in out.txt "^device 0: .*CC 9.0 \\(sm_90\\)"
+  expect_in out.txt "^device 1: .*CC 8.0 \\(sm_80\\)"
+  expect_in out.txt "^cache: +read-write: $work/cache does not exist yet"
+  expect_in out.txt "^package 'w' \\(app \\(embedded\\)\\): 3 entries: sm_75, sm_80, compute_80 \\(PTX ISA 9.0\\); module vadd"
+  expect_in out.txt "^  device 0 \\(sm_90\\) w/vadd: compute_80 \\(PTX ISA 9.0\\) .*not in the cache: JIT at the first load \\(culink\\)"
+  expect_in out.txt "^  device 1 \\(sm_80\\) w/vadd: sm_80 \\(exact SASS for CC 8.0\\)$"
+  expect_in out.txt "^summary: +1 SASS, 0 from the cache, 1 to JIT-compile, 0 with nothing that fits"
+  [ ! -e "$work/cache" ] || fail "doctor created the cache directory"
+  # The runtime agrees: a load on device 0 picks that entry and JIT-compiles it (into the cache), on
+  # device 1 it loads sm_80; then doctor finds the SASS under the key the load stored it with.
+  FAKECUDA_JIT_LOG=$work/jit.log run 0 "$PROBE" --package w.fpk --device 0 load vadd
+  expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
+  [ "$(wc -l < jit.log)" = 1 ] || fail "the load ran $(wc -l < jit.log) JITs, expected 1"
+  run 0 "$PROBE" --package w.fpk --device 1 load vadd
+  expect_in out.txt "load vadd device=1 ok entry=1 target=sm_80"
+  run 0 "$fatpack" doctor --json app
+  json "m=[l for l in d['loads'] if l['device']==0][0]; assert m['jit'] and m['cache']=='hit' and m['cache_layer']=='user' and m['code_key'].startswith('v1|culink|'), m"
+  json "m=[l for l in d['loads'] if l['device']==1][0]; assert not m['jit'] and m['loads']=='sm_80' and m['cache'] is None, m"
+  json "assert d['driver']['loaded'] and d['driver']['version']=='13.0' and [v['device'] for v in d['devices']]==['sm_90','sm_80'], d"
+  json "l=d['cache']['layers']; assert d['cache']['mode']=='read-write' and l[0]['role']=='user' and l[0]['entries']==1, l"
+  # Another driver: the entry is used at once and re-JIT-ed in the background; a prebuilt layer is named.
+  FAKECUDA_DRIVER_VERSION=13010 run 0 "$fatpack" doctor app
+  expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS of another driver in the cache \\(user\\)"
+  FATPACK_CACHE_PATH=$work/empty FATPACK_CACHE_PREBUILT_PATH=$work/cache run 0 "$fatpack" doctor app
+  expect_in out.txt "^  prebuilt $work/cache: present, 1 entry"
+  expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS in the cache \\(prebuilt $work/cache\\)"
+  FATPACK_CACHE_DISABLE=1 run 0 "$fatpack" doctor app
+  expect_in out.txt "^cache: +disabled: FATPACK_CACHE_DISABLE is set"
+  expect_in out.txt "JIT at every start"
+  # The policy from the environment, as a load would take it.
+  CUDA_DISABLE_PTX_JIT=1 run 1 "$fatpack" doctor app
+  expect_in out.txt "^policy: +sass_only"
+  expect_in out.txt "device 0 \\(sm_90\\) w/vadd: NOTHING FITS: "
+  # No driver: said so; packages and cache are still reported.
+  FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor app
+  expect_in out.txt "^driver: +none: .*no-such-libcuda.so"
+  expect_in out.txt "^  user +$work/cache: present, 1 entry"
+  expect_in out.txt "^package 'w' "
+  FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor --json
+  json "assert not d['driver']['loaded'] and d['driver']['error'] and d['devices']==[] and d['loads']==[] and d['packages']==[], d"
+  # A shared library that carries the same package: counted once, as the registry counts it; a
+  # different package under the same name is refused as the registry refuses it.
+  cc -shared -fPIC w.S -o libw.so || fail "cannot link the sample library"
+  run 0 "$fatpack" doctor --json libw.so app
+  json "assert [p['name'] for p in d['packages']]==['w'] and len(d['loads'])==2, d"
+  run 0 "$fatpack" pack -o other-w.fpk --name w --module vadd "$art/vadd.sm_90.cubin"
+  run 1 "$fatpack" doctor app other-w.fpk
+  expect_in out.txt "^package refused: other-w.fpk.*a different package named 'w' is already registered"
+  # A device with nothing that fits: exit 1, naming it.
+  run 0 "$fatpack" pack -o old.fpk --name old "$art/vadd.sm_75.cubin"
+  run 1 "$fatpack" doctor old.fpk
+  expect_in out.txt "device 0 \\(sm_90\\) old/vadd: NOTHING FITS: no entry can run on CC 9.0"
+  # Hostile programs: no package, a damaged one, garbage, a truncated program. Errors, never a crash.
+  cc main.c -o plain || fail "cannot link a program without packages"
+  run 1 "$fatpack" doctor plain
+  expect_in err.txt "^fatpack: error: plain: not a fatpack package and embeds none"
+  off=$(python3 -c "import sys; print(open(sys.argv[1], 'rb').read().find(bytes([0x89]) + b'FPK\\r\\n\\x1a\\n'))" app)
+  [ "$off" -ge 0 ] || off=
+  [ -n "$off" ] || fail "no package magic found in app"
+  cp app damaged && printf '\xff\xff\xff\xff' | dd of=damaged bs=1 seek=$((off + 16)) conv=notrunc status=none
+  run 1 "$fatpack" doctor damaged
+  expect_in err.txt "^fatpack: error: damaged"
+  head -c $((off + 100)) app > truncated
+  "$fatpack" doctor truncated >out.txt 2>err.txt; rc=$?
+  [ "$rc" = 1 ] || fail "doctor on a truncated program exited $rc: $(cat err.txt)"
+  head -c 100000 /dev/urandom > garbage
+  run 1 "$fatpack" doctor garbage
+  FATPACK_MAX_INPUT_SIZE=1000 run 1 "$fatpack" doctor app
+  expect_in err.txt "exceeds the input size limit of 1000 bytes"
+  ;;
+doctor_gpu)
+  # `fatpack doctor` with the real driver (label gpu): it sees the GPUs, and what it predicts for a
+  # forced-PTX load (a cache miss, then a hit under the real driver's identity) is what a load does.
+  [ -n "${PROBE:-}" ] || fail "CTest must set PROBE"
+  export FATPACK_CACHE_PATH=$work/cache
+  unset FATPACK_CACHE_PREBUILT_PATH FATPACK_CACHE_DISABLE FATPACK_CACHE_READONLY FATPACK_FORCE_PTX_JIT CUDA_FORCE_PTX_JIT CUDA_DISABLE_PTX_JIT
+  "$fatpack" doctor --json >out.txt 2>err.txt
+  if ! python3 -c "import json; d=json.load(open('out.txt')); assert d['driver']['loaded'] and d['devices']" 2>/dev/null; then
+    echo "SKIPPED: no CUDA driver or GPU here: $(python3 -c "import json; print(json.load(open('out.txt'))['driver']['error'])" 2>/dev/null || cat err.txt)"
+    exit 77
+  fi
+  run 0 "$fatpack" pack -o g.fpk --name g --module vadd "$art/vadd.sm_90.cubin" "$art/vadd.compute_90.ptx"
+  run 0 "$fatpack" doctor g.fpk
+  cat out.txt
+  run 0 "$fatpack" doctor --json g.fpk
+  json "assert '|' in d['driver']['cache_identity'], d['driver']  # the real driver's build string"
+  json "assert all(l['loads']=='sm_90' and not l['jit'] for l in d['loads'] if l['compute_capability']=='9.0'), d['loads']"
+  CUDA_FORCE_PTX_JIT=1 run 0 "$fatpack" doctor --json g.fpk
+  json "assert all(l['jit'] and l['cache']=='miss' for l in d['loads']), d['loads']"
+  CUDA_FORCE_PTX_JIT=1 run 0 "$PROBE" --package g.fpk --device 0 load vadd
+  expect_in out.txt "load vadd device=0 ok entry=1 target=compute_90 .*jit=1"
+  CUDA_FORCE_PTX_JIT=1 run 0 "$fatpack" doctor --json g.fpk
+  json "l=[x for x in d['loads'] if x['device']==0][0]; assert l['cache']=='hit' and l['cache_layer']=='user', l"
+  ;;
 help)
   run 0 "$fatpack" --help
   cp out.txt top-help.txt
-  for c in build pack inspect verify extract plan embed export-fatbin cache warm; do
+  for c in build pack inspect verify extract plan embed export-fatbin cache warm doctor; do
     expect_in top-help.txt "^ *$c "
     run 0 "$fatpack" "$c" --help
     expect_in out.txt "Usage"
@@ -178,7 +286,7 @@ unknown_command)
   run 2 "$fatpack" packk
   expect_in err.txt "did you mean 'pack'\\?$"
   run 2 "$fatpack" frobnicate
-  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm\\)$"
+  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor\\)$"
   run 2 "$fatpack" x
   expect_in err.txt "unknown command 'x' \\(commands: "
   run 0 "$fatpack" --version
@@ -245,16 +353,56 @@ fatbin_import)
   done
   ;;
 build)
-  run 0 "$fatpack" build -o b.fpk --arch 75-real,90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
+  # --arch is repeatable: two occurrences are one list.
+  run 0 "$fatpack" build -o b.fpk --arch 75-real --arch 90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
   [ ! -s err.txt ] || fail "build printed on a non-terminal stderr: $(cat err.txt)"
   run 0 "$fatpack" inspect --json b.fpk
   json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_90','compute_90'], t"
   json "assert all(e['toolkit']=='13.0' and e['module']=='vadd' for e in d['packages'][0]['entries'])"
   json "assert d['packages'][0]['name']=='b'"
+  # nvcc's -MD for --depfile does not change the code: the same package bytes.
+  run 0 "$fatpack" build -o b2.fpk --name b --depfile b2.d --arch 75-real,90 -j 2 "$src/tests/kernels/vadd.cu" -- -O3
+  cmp -s b.fpk b2.fpk || fail "--depfile changed the package"
+  # The same error for every architecture is printed once, naming them all (it was printed per job).
   printf 'extern "C" __global__ void broken( { }\n' > broken.cu
-  run 1 "$fatpack" build -o broken.fpk --arch 75-real broken.cu
-  expect_in err.txt "fatpack: error: broken.cu: nvcc failed for sm_75"
+  run 1 "$fatpack" build -o broken.fpk --arch 75-real,90-real broken.cu
+  expect_in err.txt "^fatpack: error: broken.cu: nvcc failed for sm_75 and sm_90 \\(exit [0-9]+, the same output for each"
+  [ "$(grep -c 'errors\? detected in the compilation' err.txt)" = 1 ] || fail "nvcc's output was not printed once: $(cat err.txt)"
+  [ "$(grep -c '^fatpack: error:' err.txt)" = 1 ] || fail "more than one error line: $(cat err.txt)"
   [ ! -e broken.fpk ] || fail "a failed build left broken.fpk behind"
+  # Different errors per architecture are each printed once: an #error only for sm_75 makes its
+  # output differ from sm_90's.
+  printf '#if defined(__CUDA_ARCH__)\nstatic_assert(__CUDA_ARCH__ == 0, "arch is " "x");\n#if __CUDA_ARCH__ == 750\n#error seventy-five\n#endif\n#endif\n' > per_arch.cu
+  run 1 "$fatpack" build -o per_arch.fpk --arch 75-real,90-real per_arch.cu
+  expect_in err.txt "^fatpack: error: per_arch.cu: nvcc failed for sm_75 \\(exit"
+  expect_in err.txt "^fatpack: error: per_arch.cu: nvcc failed for sm_90 \\(exit"
+  # --depfile: Make syntax, the package depending on the source and every header nvcc read (for every
+  # target), paths with spaces escaped; Make and Ninja rebuild when a header changes.
+  mkdir -p "inc dir"
+  printf '#pragma once\n#define K 2.0f\n' > "inc dir/my h.h"
+  printf '#include "my h.h"\n__global__ void k(float* x) { x[0] = K; }\n' > "s p.cu"
+  run 0 "$fatpack" build -o "o u t.fpk" --depfile "d e p.d" --arch 75-real "s p.cu" -- -I"inc dir"
+  head -1 "d e p.d" | grep -qxF 'o\ u\ t.fpk: \' || fail "depfile target: $(head -1 "d e p.d")"
+  grep -qxF '  s\ p.cu \' "d e p.d" || fail "depfile lacks the source: $(head -3 "d e p.d")"
+  grep -qE '^  inc\\ dir/my\\ h\.h( \\)?$' "d e p.d" || fail "depfile lacks the header: $(tail -3 "d e p.d")"
+  grep -qE 'cuda_runtime\.h' "d e p.d" || fail "depfile lacks the toolkit headers nvcc read"
+  printf 'o\\ u\\ t.fpk:\n\t@echo REBUILT\ninclude d\\ e\\ p.d\n' > Makefile
+  run 0 make -s
+  [ ! -s out.txt ] || fail "make rebuilt with nothing changed: $(cat out.txt)"
+  touch -d '-10 sec' "o u t.fpk" && touch "inc dir/my h.h"
+  run 0 make -s
+  expect_in out.txt "^REBUILT$"
+  if command -v ninja >/dev/null; then
+    printf 'rule b\n  command = touch "o u t.fpk"\n  depfile = d e p.d\n  deps = gcc\nbuild o$ u$ t.fpk: b\n' > build.ninja
+    run 0 ninja
+    run 0 ninja
+    expect_in out.txt "no work to do"
+    touch -d '+2 sec' "inc dir/my h.h"
+    run 0 ninja
+    expect_in out.txt "\\[1/1\\]"
+  else
+    echo "note: ninja not found: the Ninja part of the depfile check is not run"
+  fi
   run 0 "$fatpack" build -o all.fpk --arch all-major --codec zstd "$src/tests/kernels/vadd.cu"
   run 0 "$fatpack" inspect --json all.fpk
   json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_80','sm_90','sm_100','sm_110','sm_120','compute_120'], t"
@@ -342,9 +490,106 @@ PY
   expect_in err.txt "^fatpack: error: g.fpk: o.fatbin: fatbin entry 0 .*: invalid ptxas options: -maxrregcount=-5: not a register count"
   [ ! -e g.fpk ] || fail "a refused pack left g.fpk behind"
   ;;
+plan_require)
+  # --require: a CI gate. Exit 1 naming the GPU, package, module and why when a listed GPU would get
+  # nothing; 0 when each gets something; with --driver the PTX ISA limit counts.
+  run 0 "$fatpack" pack -o r.fpk --name r "${cubins[0]}" "${cubins[2]}"
+  run 0 "$fatpack" plan --require sm_75,sm_90 r.fpk
+  expect_in out.txt "^--require: every module has code for sm_75, sm_90$"
+  run 1 "$fatpack" plan --require sm_75 --require sm_80,sm_90 r.fpk
+  expect_in err.txt "^fatpack: error: --require: sm_80 gets nothing from package 'r', module 'vadd': no entry can run on CC 8.0"
+  [ "$(grep -c '^fatpack: error:' err.txt)" = 1 ] || fail "only sm_80 gets nothing: $(cat err.txt)"
+  expect_in out.txt "^  sm_80 \\(CC 8.0\\):"  # the required GPUs are planned as with --gpu
+  run 1 "$fatpack" plan --json --require sm_90,sm_120 r.fpk
+  json "r=d['require']; assert r['ok'] is False and [m['device'] for m in r['missing']]==['sm_120'] and r['missing'][0]['module']=='vadd', r"
+  # PTX for newer GPUs, but too new for a CUDA 12.4 driver.
+  run 0 "$fatpack" pack -o rp.fpk --name rp "${cubins[2]}" "$art/vadd.compute_80.ptx"
+  run 0 "$fatpack" plan --require sm_120 rp.fpk
+  run 1 "$fatpack" plan --require sm_120 --driver 12.4 rp.fpk
+  expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
+  run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
+  run 2 "$fatpack" plan --require sm_9x rp.fpk
+  run 2 "$fatpack" plan --require , rp.fpk
+  ;;
+depfile_escapes)
+  # --depfile with names Make must be told apart: a space, '#', '$' and a backslash. A stand-in nvcc
+  # writes its -MF file as GCC escapes it; fatpack reads the names back and escapes them again; Make
+  # then finds each file (a wrong escape names a file that does not exist: "No rule to make target").
+  make_fake_nvcc
+  names=("sp ace.h" "hash#.h" 'dollar$.h' 'back\slash.h')
+  for n in "${names[@]}"; do echo x > "$n"; done
+  cat > dep-nvcc <<'EOF2'
+#!/usr/bin/env bash
+case "$1" in --list-gpu-code|--version) exec ./fake-nvcc "$@" ;; esac
+mf=""; args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do [ "${args[i]}" = -MF ] && mf=${args[i+1]}; done
+[ -n "$mf" ] && printf '%s : k.cu \\\n  sp\\ ace.h hash\\#.h \\\n  dollar$$.h back\\slash.h\n' "out" > "$mf"
+exec ./fake-nvcc "$@"
+EOF2
+  chmod +x dep-nvcc
+  run 0 "$fatpack" build --nvcc ./dep-nvcc -o k.fpk --depfile k.d --arch 75-real,90-real k.cu
+  cat k.d
+  printf 'k.fpk:\n\t@echo REBUILT\ninclude k.d\n' > Makefile
+  run 0 make -s
+  [ ! -s out.txt ] || fail "make rebuilt with nothing changed: $(cat out.txt) $(cat err.txt)"
+  for n in "${names[@]}"; do
+    touch -d '-10 sec' k.fpk && touch "$n"
+    run 0 make -s
+    expect_in out.txt "^REBUILT$"
+  done
+  [ "$(grep -c 'sp\\ ace.h' k.d)" = 1 ] || fail "a prerequisite of both targets is not listed once: $(cat k.d)"
+  ;;
+response_files)
+  # @FILE arguments: words separated by whitespace, quotes group, nested files expanded, a quoted @word
+  # kept; missing files, unterminated quotes, self-inclusion and oversized files are usage errors.
+  printf -- "-o 'with space.fpk'\n--name \"rsp name\"  @inner.rsp\n" > outer.rsp
+  printf -- "--module vadd\t%s\n" "${cubins[0]}" > inner.rsp
+  run 0 "$fatpack" pack @outer.rsp "${cubins[1]}"
+  run 0 "$fatpack" inspect --json "with space.fpk"
+  json "p=d['packages'][0]; assert p['name']=='rsp name' and [e['target'] for e in p['entries']]==['sm_75','sm_80'], p"
+  printf -- "-o lit.fpk --name '@inner.rsp' %s\n" "${cubins[0]}" > literal.rsp
+  run 0 "$fatpack" pack @literal.rsp
+  run 0 "$fatpack" inspect --json lit.fpk
+  json "assert d['packages'][0]['name']=='@inner.rsp', d"
+  printf 'inspect lit.fpk\n' > cmd.rsp
+  run 0 "$fatpack" @cmd.rsp
+  expect_in out.txt "package '@inner.rsp'"
+  run 2 "$fatpack" inspect @missing.rsp
+  expect_in err.txt "^fatpack: error: response file @missing.rsp: cannot open: No such file or directory$"
+  echo @self.rsp > self.rsp
+  run 2 "$fatpack" inspect @self.rsp
+  expect_in err.txt "^fatpack: error: @self.rsp: response files nest more than 8 deep"
+  printf "inspect 'lit.fpk\n" > open.rsp
+  run 2 "$fatpack" @open.rsp
+  expect_in err.txt "^fatpack: error: response file @open.rsp: unterminated single quote at byte 8$"
+  head -c 2000000 /dev/zero | tr '\0' ' ' > big.rsp
+  run 2 "$fatpack" inspect @big.rsp
+  expect_in err.txt "^fatpack: error: response file @big.rsp: its size \\(2000000 bytes\\) exceeds the response file size limit of 1048576 bytes"
+  python3 -c "print('x ' * 100001)" > many.rsp
+  run 2 "$fatpack" inspect @many.rsp
+  expect_in err.txt "^fatpack: error: response file @many.rsp: the command line expands to more than 100000 arguments$"
+  printf 'a\0b' > nul.rsp
+  run 2 "$fatpack" inspect @nul.rsp
+  expect_in err.txt "NUL byte"
+  run 2 "$fatpack" inspect @
+  expect_in err.txt "'@' without a file name"
+  mkdir adir
+  run 2 "$fatpack" inspect @adir
+  expect_in err.txt "^fatpack: error: response file @adir: is a directory$"
+  run 2 timeout 20 "$fatpack" inspect @/dev/zero
+  expect_in err.txt "exceeds the response file size limit"
+  # After a bare --, words go to nvcc unchanged: @FILE is not expanded there.
+  make_fake_nvcc
+  printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$@" >> "%s/nvcc.args"\nexec ./fake-nvcc "$@"\n' "$work" > logging-nvcc
+  chmod +x logging-nvcc
+  printf -- '--arch 75-real\n' > arch.rsp
+  run 0 "$fatpack" build --nvcc ./logging-nvcc -o k.fpk @arch.rsp k.cu -- @not-expanded
+  grep -qxF -- "-arch=sm_75" nvcc.args || fail "the --arch from arch.rsp did not reach nvcc: $(cat nvcc.args)"
+  grep -qxF -- "@not-expanded" nvcc.args || fail "@not-expanded after -- was not passed on as is: $(cat nvcc.args)"
+  ;;
 plan)
   run 0 "$fatpack" pack -o p.fpk --name p "${cubins[@]}" "$art/vadd.compute_80.ptx"
-  run 0 "$fatpack" plan --json --gpu sm_90 --gpu sm_86 --gpu sm_120 --gpu 20.0 p.fpk
+  run 0 "$fatpack" plan --json --gpu sm_90,sm_86 --gpu sm_120 --gpu 20.0 p.fpk  # lists and repeats
   json "c=[(p['device'], p['chosen'] and p['chosen']['target']) for p in d['plans']]; assert c==[('sm_90','sm_90'),('sm_86','sm_80'),('sm_120','compute_80'),('sm_200','compute_80')], c"
   json "assert d['schema_version']==1 and all(len(p['candidates'])==4 for p in d['plans'])"
   json "assert all(c['verdict'] in ('chosen','usable','rejected') and c['reason'] for p in d['plans'] for c in p['candidates'])"
@@ -524,6 +769,26 @@ inspect_json)
   json "p=d['packages'][0]; assert p['name']=='jn' and p['format_version']=='1.0'"
   json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
   json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
+  ;;
+inspect_names)
+  # Kernels with C++ names (tests/kernels/names.cu): the table shows them demangled (no return type,
+  # "; " between kernels); --json keeps the symbols in "kernels" and adds c++filt's text.
+  run 0 "$fatpack" pack -o n.fpk --name nm "$art/names.sm_90.cubin" "$art/names.compute_90.ptx"
+  run 0 "$fatpack" inspect n.fpk
+  expect_in out.txt 'mylib::affine<float, 256>\(float const\*, float\*, int\)'
+  expect_in out.txt '; mylib::scale\(float\*, float\); '
+  expect_in out.txt '\(anonymous namespace\)::hidden\(int\*\)'
+  expect_in out.txt 'plain_c'
+  if grep -q '_ZN5mylib' out.txt; then fail "the table shows mangled names"; fi
+  run 0 "$fatpack" inspect --json n.fpk
+  json "
+for e in d['packages'][0]['entries']:
+    k, m = e['kernels'], e['kernels_demangled']
+    assert len(k) == len(m) == 10, e
+    named = dict(zip(k, m))
+    assert named['_ZN5mylib6affineIfLi256EEEvPKT_PS1_i'] == 'void mylib::affine<float, 256>(float const*, float*, int)', named
+    assert named['_ZN5mylib5scaleEPdd'] == 'mylib::scale(double*, double)', named
+    assert named['plain_c'] == 'plain_c', named"
   ;;
 json_non_utf8)
   # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann

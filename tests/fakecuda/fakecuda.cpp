@@ -48,6 +48,10 @@
 // Static settings (devices, version) are read once; the failure knobs on every call, so a test can
 // switch them between loads.
 //
+// Kernels are found by their symbol only (cuModuleGetFunction, cuLibraryGetKernel), as the real
+// driver finds them: the mangled name for C++ kernels; entry functions of a cubin count whether their
+// symbol is global or local (anonymous namespace, `static`), those of PTX by their `.entry` lines.
+//
 // Contexts, as the real driver has them (issue 11): every context has an id (cuCtxGetId, unique for
 // the process); cuCtxCreate makes a context and pushes it; cuCtxDestroy destroys it and every module
 // loaded in it. A destroyed context's memory is reused by the next cuCtxCreate, so its CUcontext
@@ -702,7 +706,9 @@ cubin_info parse_cubin(const std::uint8_t* p) {
       for (std::uint64_t k = 24; k + 24 <= size; k += 24) {
         const std::uint8_t* s = p + off + k;
         const char* sym_name = reinterpret_cast<const char*>(str + get<std::uint32_t>(s, 0));
-        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) == 1 /* GLOBAL */ && (s[5] & 0x10))
+        // Entry functions, global or local (a kernel in an anonymous namespace or `static`: the
+        // real driver finds those by name too).
+        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) <= 1 /* LOCAL, GLOBAL */ && (s[5] & 0x10))
           info.kernels.emplace_back(sym_name);
         const std::uint16_t shndx = get<std::uint16_t>(s, 6);
         if ((s[4] & 0xf) == 1 /* STT_OBJECT */ && shndx > 0 && shndx < shnum) {

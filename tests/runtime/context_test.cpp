@@ -322,6 +322,7 @@ int main(int argc, char** argv) {
   add_package("typed_a", {"typed.sm_90a.cubin", "typed.compute_80.ptx"});
   add_package("typed_ptx", {"typed.compute_80.ptx"});
   add_package("typed_sass", {"typed.sm_90.cubin"});  // no PTX
+  add_package("names", {"names.sm_90.cubin", "names.compute_90.ptx"});  // C++ kernel names
 
   if (no_param_info) {
     run_case("no-param-info: without cuFuncGetParamInfo the package's PTX .param list is the check", [] {
@@ -341,6 +342,15 @@ int main(int argc, char** argv) {
         auto lk = lib->kernel<const float*, float*, int>("affine");
         EXPECT(!lk && has(lk.error().message, "takes 2 parameters"), "library: %s", lk ? "accepted" : lk.error().what());
       }
+    });
+    run_case("no-param-info: a kernel asked for by its C++ name is checked against its symbol's .entry", [] {
+      auto m = load("names");
+      auto ok = m.kernel<const float*, float*, int>("mylib::affine<float, 256>");
+      EXPECT(ok && ok->checked() && has(ok->check_note(), ".entry '_ZN5mylib6affineIfLi256EEEvPKT_PS1_i'"),
+             "affine: %s", ok ? ok->check_note().c_str() : ok.error().what());
+      auto wrong = m.kernel<const float*, float*>("mylib::affine<float, 256>");
+      EXPECT(!wrong && has(wrong.error().message, "takes 3 parameters, 2 arguments were given"), "wrong count: %s",
+             wrong ? "accepted" : wrong.error().what());
     });
     run_case("no-param-info: no PTX in the package either: unchecked, and it says so", [] {
       auto m = load("typed_sass");

@@ -13,9 +13,11 @@
 //   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent);
 //   (g) a PTX entry that records -maxrregcount=32 (regs.cu, about 130 registers without it) is
 //       compiled within 32 registers (CU_FUNC_ATTRIBUTE_NUM_REGS), through cuLink and nvJitLink;
-//   (h) separate compilation: a link group of two files' relocatable PTX (a kernel calling a
-//       __device__ function of the other file) JIT-linked by cuLink, and (i) by nvJitLink, runs right;
-//   (j) a relocatable sm_90 cubin before that group is refused by the runtime, and the group loads.
+//   (h) kernels by C++ name (tests/kernels/names.cu, SASS and PTX, module and library): the real
+//       driver gets the mangled symbol, and the templated and overloaded kernels compute right;
+//   (i) separate compilation: a link group of two files' relocatable PTX (a kernel calling a
+//       __device__ function of the other file) JIT-linked by cuLink, and (j) by nvJitLink, runs right;
+//   (k) a relocatable sm_90 cubin before that group is refused by the runtime, and the group loads.
 // Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
 //
@@ -96,7 +98,7 @@ cuda_calls load_calls() {
     }                                                                            \
   } while (0)
 
-// Pops the context a kernel run pushed, on every path out of it.
+// Pops the context a run pushed, however the run ends.
 struct pop_on_exit {
   const cuda_calls& cu;
   ~pop_on_exit() {
@@ -119,7 +121,7 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   EXPECT(vadd.has_value() && saxpy.has_value(), "kernels missing");
   if (!vadd || !saxpy) return false;
   CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
-  const pop_on_exit popper{cu};
+  pop_on_exit popper{cu};
   const std::size_t bytes = sizeof(float) * n;
   CUdeviceptr da = 0, db = 0, dc = 0, dy = 0;
   CU(cu.mem_alloc(&da, bytes));
@@ -198,6 +200,52 @@ bool run_rdc_kernel(const cuda_calls& cu, const fatpack::module& m) {
   EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
   std::printf("  kernel: rdc_saxpy (calling a __device__ function of another file) on %d elements matches the CPU "
               "(worst relative error %.3g)\n", n, worst);
+  return bad == 0;
+}
+
+// names.cu's mylib::affine<float, 256> (out = 2 in + 1) and mylib::scale(float*, float) (p *= s),
+// found by their C++ names in `m` (and, when `lib` is given, through its CUkernel), on 256 elements.
+bool run_named_kernels(const cuda_calls& cu, const fatpack::module& m, const fatpack::library* lib) {
+  auto affine = m.function("mylib::affine<float, 256>(const float*, float*, int)");
+  auto scale = m.function("mylib::scale(float*, float)");
+  auto ambiguous = m.function("mylib::scale");
+  EXPECT(affine.has_value(), "%s", affine ? "" : affine.error().what());
+  EXPECT(scale.has_value(), "%s", scale ? "" : scale.error().what());
+  EXPECT(!ambiguous && ambiguous.error().code == fatpack::errc::ambiguous, "mylib::scale was not ambiguous");
+  if (!affine || !scale) return false;
+  CUfunction affine_f = reinterpret_cast<CUfunction>(*affine);
+  if (lib) {
+    auto k = lib->kernel("mylib::affine<float, 256>");
+    EXPECT(k.has_value(), "%s", k ? "" : k.error().what());
+    if (!k) return false;
+    affine_f = reinterpret_cast<CUfunction>(*k);  // cuLaunchKernel takes a CUkernel too
+  }
+  CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
+  pop_on_exit popper{cu};
+  const int n = 256;
+  std::vector<float> in(n), out(n);
+  for (int i = 0; i < n; ++i) in[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  const std::size_t bytes = sizeof(float) * n;
+  CUdeviceptr din = 0, dout = 0;
+  CU(cu.mem_alloc(&din, bytes));
+  CU(cu.mem_alloc(&dout, bytes));
+  CU(cu.htod(din, in.data(), bytes));
+  int nn = n;
+  float s = 3.0f;
+  void* aargs[] = {&din, &dout, &nn};
+  void* sargs[] = {&dout, &s};
+  CU(cu.launch(affine_f, 1, 1, 1, n, 1, 1, 0, nullptr, aargs, nullptr));
+  CU(cu.launch(reinterpret_cast<CUfunction>(*scale), 1, 1, 1, n, 1, 1, 0, nullptr, sargs, nullptr));
+  CU(cu.sync());
+  CU(cu.dtoh(out.data(), dout, bytes));
+  cu.mem_free(din);
+  cu.mem_free(dout);
+  int bad = 0;
+  for (int i = 0; i < n; ++i)
+    if (out[i] != (in[i] * 2.0f + 1.0f) * s) ++bad;
+  EXPECT(bad == 0, "%d of %d results of affine<float, 256> then scale differ", bad, n);
+  std::printf("  named kernels%s: mylib::affine<float, 256> then mylib::scale(float*, float) on %d elements: %s\n",
+              lib ? " (affine as the library's CUkernel)" : "", n, bad ? "WRONG" : "right");
   return bad == 0;
 }
 
@@ -386,39 +434,56 @@ int main(int argc, char** argv) {
     fatpack::set_jit_backend(fatpack::jit_backend::culink);
     EXPECT(nvj > 0 && nvj <= 32, "with -maxrregcount=32 via nvJitLink: %d registers", nvj);
   }
+
+  std::printf("\n(h) kernels by C++ name: names.cu's templated and overloaded kernels, SASS, PTX and library\n");
+  {
+    add_package("gpu_names", {"names.sm_90.cubin", "names.compute_90.ptx"});
+    for (auto pol : {fatpack::policy::prefer_sass, fatpack::policy::force_ptx}) {
+      auto m = load("gpu_names", pol);
+      if (!m) continue;
+      print_report("(h)", m.report());
+      run_named_kernels(cu, m, nullptr);
+    }
+    auto m = load("gpu_names");
+    fatpack::load_options o;
+    o.device = 0;
+    auto lib = fatpack::load_library("gpu_names", o);
+    EXPECT(lib.has_value(), "%s", lib ? "" : lib.error().what());
+    if (m && lib) run_named_kernels(cu, m, &*lib);
+  }
   add_rdc_package("gpu_rdc", false);
   add_rdc_package("gpu_rdc_reloc", true);
-  std::printf("\n(h) separate compilation: relocatable PTX of two files, one link group -> cuLink links both\n");
+  std::printf("\n(i) separate compilation: relocatable PTX of two files, one link group -> cuLink links both\n");
   {
     auto m = load("gpu_rdc");
     if (m) {
-      print_report("(h)", m.report());
+      print_report("(i)", m.report());
       EXPECT(m.report().jit && m.report().target.find("[2 linked parts]") != std::string::npos, "chose %s",
              m.report().target.c_str());
       run_rdc_kernel(cu, m);
     }
   }
-  std::printf("\n(i) the link group of (h) through nvJitLink\n");
+  std::printf("\n(j) the link group of (i) through nvJitLink\n");
   {
     fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
     auto m = load("gpu_rdc_reloc", fatpack::policy::force_ptx);  // another package: no in-process reuse of (h)
     fatpack::set_jit_backend(fatpack::jit_backend::culink);
     if (m) {
-      print_report("(i)", m.report());
-      std::printf("  (i): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
+      print_report("(j)", m.report());
+      std::printf("  (j): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
       run_rdc_kernel(cu, m);
     }
   }
-  std::printf("\n(j) a relocatable sm_90 cubin (not device-linked) before that group -> refused, the group loads\n");
+  std::printf("\n(k) a relocatable sm_90 cubin (not device-linked) before that group -> refused, the group loads\n");
   {
     auto m = load("gpu_rdc_reloc");
     if (m) {
-      print_report("(j)", m.report());
+      print_report("(k)", m.report());
       const auto& at = m.report().attempts;
       if (h200) {
         EXPECT(at.size() == 2 && !at[0].ok && at[0].message.find("relocatable cubin") != std::string::npos,
                "the relocatable cubin was not refused first (%zu attempts)", at.size());
-        if (!at.empty()) std::printf("  (j): entry %zu %s: %s\n", at[0].entry, at[0].target.c_str(), at[0].message.c_str());
+        if (!at.empty()) std::printf("  (k): entry %zu %s: %s\n", at[0].entry, at[0].target.c_str(), at[0].message.c_str());
       }
       run_rdc_kernel(cu, m);
     }

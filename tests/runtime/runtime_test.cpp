@@ -13,6 +13,7 @@
 #include "fatpack/core/package.hpp"
 #include "../../core/src/format/package_layout.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -705,4 +706,162 @@ TEST_CASE("separate compilation: a relocatable cubin is refused at load and the 
   REQUIRE_FALSE(added.ok());
   CHECK(added.error().message.find("relocatable cubin") != std::string::npos);
   CHECK(added.error().message.find("_Z9rdc_scalef") != std::string::npos);
+}
+
+// Kernels by C++ name (docs/runtime.md "Kernels by name"): real nvcc output of tests/kernels/names.cu,
+// SASS and PTX (through the fake JIT), as a module, a library and through the C API. The fake driver
+// knows only the symbols (mangled names), as the real one does, so every success below means the
+// resolved symbol reached cuModuleGetFunction / cuLibraryGetKernel.
+namespace {
+const std::vector<std::string> k_names_entries = {"names.sm_90.cubin", "names.compute_90.ptx"};
+const char* const k_affine_f = "_ZN5mylib6affineIfLi256EEEvPKT_PS1_i";
+}  // namespace
+
+TEST_CASE("kernels by name: mangled, demangled with and without parameters, spelled differently") {
+  add("names_pkg", "names", k_names_entries);
+  for (auto pol : {fatpack::policy::prefer_sass, fatpack::policy::force_ptx}) {
+    CAPTURE(static_cast<int>(pol));
+    auto m = load("names", 0, pol);
+    CHECK(m.report().jit == (pol == fatpack::policy::force_ptx));
+    auto by_symbol = m.function(k_affine_f);
+    REQUIRE_MESSAGE(by_symbol.has_value(), by_symbol.error().what());
+    for (const char* q : {"mylib::affine<float, 256>", "mylib::affine<float,256>", "void mylib::affine<float, 256>(float const*, float*, int)",
+                          "mylib::affine<float, 256>(const float*, float*, int)",
+                          "  mylib::affine < float , 256 > ( const float * in , float * out , const int n ) ",
+                          "mylib::affine(const float*, float*, int)"}) {
+      CAPTURE(q);
+      auto f = m.function(q);
+      REQUIRE_MESSAGE(f.has_value(), f.error().what());
+      CHECK(*f == *by_symbol);
+    }
+    auto d = m.function("mylib::scale(double*, double)");
+    REQUIRE(d.has_value());
+    CHECK(*d == m.function("_ZN5mylib5scaleEPdd").value());
+    CHECK(*d != m.function("mylib::scale(float*, float)").value());
+    CHECK(m.function("plain_c").has_value());
+    CHECK(m.function("scale_c").has_value());
+    CHECK(m.function("mylib::fill(volatile int*, const int&)").has_value());
+    CHECK(m.function("mylib::nested<mylib::vec<mylib::vec<float>>>").has_value());
+    CHECK(m.function("(anonymous namespace)::hidden").has_value());  // a local symbol in the cubin
+    CHECK(m.function("apply").has_value());                           // templated on a lambda's type
+  }
+}
+
+TEST_CASE("kernels by name: ambiguous, not found and hostile names are errors naming the module") {
+  add("names_err", "names_e", k_names_entries);
+  auto m = load("names_e", 0);
+  auto amb = m.function("mylib::scale");
+  REQUIRE(!amb.has_value());
+  CHECK(amb.error().code == fatpack::errc::ambiguous);
+  const std::string a = amb.error().message;
+  CHECK(a.find("kernel 'mylib::scale' in module 'names_e' (package 'names_err', sm_90) on device 0") == 0);
+  CHECK(a.find(": ambiguous: 2 kernels have that name: ") != std::string::npos);
+  CHECK(a.find("mylib::scale(float*, float) [_ZN5mylib5scaleEPff]") != std::string::npos);
+  CHECK(a.find("mylib::scale(double*, double) [_ZN5mylib5scaleEPdd]") != std::string::npos);
+  CHECK(a.find("; ask for one with its parameter list or by its mangled name") != std::string::npos);
+  CHECK(a.find("driver") != std::string::npos);
+  auto two = m.function("mylib::affine");
+  REQUIRE(!two.has_value());
+  CHECK(two.error().code == fatpack::errc::ambiguous);
+  CHECK(two.error().message.find("mylib::affine<double, 128>(double const*, double*, int) [_ZN5mylib6affineIdLi128EEEvPKT_PS1_i]") !=
+        std::string::npos);
+
+  auto none = m.function("mylib::affine<float, 512>");
+  REQUIRE(!none.has_value());
+  CHECK(none.error().code == fatpack::errc::not_found);
+  CHECK(none.error().cuda_status == 500);  // CUDA_ERROR_NOT_FOUND, as the driver says for an unknown name
+  const std::string n = none.error().message;
+  CHECK(n.find("kernel 'mylib::affine<float, 512>' in module 'names_e'") == 0);
+  CHECK(n.find("the module has no kernel of that name; it has: ") != std::string::npos);
+  CHECK(n.find("mylib::affine<float, 256>(float const*, float*, int)") != std::string::npos);
+  CHECK(n.find("plain_c") != std::string::npos);
+  CHECK(n.find(k_affine_f) == std::string::npos);  // demangled only
+  CHECK(m.function("mylib::scale(int*, int)").error().code == fatpack::errc::not_found);
+
+  CHECK(m.function("").error().code == fatpack::errc::invalid_argument);
+  const std::string huge(100000, '<');
+  auto h = m.function(huge);
+  CHECK(h.error().code == fatpack::errc::invalid_argument);
+  CHECK(h.error().message.size() < 1000);  // the name is cut in the message
+  CHECK(h.error().message.find("100000 bytes") != std::string::npos);
+  const std::string garbage("\x01\xff<<(::>)\0const", 14);
+  auto g = m.function(garbage);
+  CHECK(g.error().code == fatpack::errc::not_found);
+  CHECK(g.error().message.find('\x01') == std::string::npos);
+}
+
+TEST_CASE("kernels by name: libraries and the C API") {
+  add("names_lib", "names_l", k_names_entries);
+  auto lib = fatpack::load_library("names_l");
+  REQUIRE_MESSAGE(lib.has_value(), lib.error().what());
+  auto k = lib->kernel("mylib::affine<float, 256>");
+  REQUIRE_MESSAGE(k.has_value(), k.error().what());
+  CHECK(*k == lib->kernel(k_affine_f).value());
+  CHECK(lib->kernel("mylib::scale").error().code == fatpack::errc::ambiguous);
+  CHECK(lib->kernel("mylib::nope").error().code == fatpack::errc::not_found);
+  auto f = lib->function("mylib::scale(float*, float)");
+  CHECK_MESSAGE(f.has_value(), (f ? "" : f.error().what()));
+  CHECK(lib->function("mylib::scale").error().code == fatpack::errc::ambiguous);
+
+  fatpack_module* cm = nullptr;
+  REQUIRE(fatpack_load_module("names_l", "names_lib", 0, &cm) == FATPACK_OK);
+  struct CUfunc_st* cf = nullptr;
+  CHECK(fatpack_module_function(cm, "mylib::scale(float*, float)", &cf) == FATPACK_OK);
+  CHECK(cf != nullptr);
+  CHECK(fatpack_module_function(cm, "mylib::scale", &cf) == FATPACK_ERROR_AMBIGUOUS);
+  CHECK(std::string(fatpack_last_error()).find("[_ZN5mylib5scaleEPdd]") != std::string::npos);
+  CHECK(fatpack_module_function(cm, "mylib::scales", &cf) == FATPACK_ERROR_NOT_FOUND);
+  CHECK(std::string(fatpack_last_error()).find("mylib::fill(int volatile*, int const&)") != std::string::npos);
+  fatpack_module_release(cm);
+}
+
+TEST_CASE("kernels by name: a symbol missing from the entry's kernel list is still asked of the driver") {
+  auto entries = entries_of("names_short", {"names.sm_90.cubin"});
+  REQUIRE(entries.size() == 1);
+  auto& ks = entries[0].kernels;
+  const auto gone = std::find(ks.begin(), ks.end(), "plain_c");
+  REQUIRE(gone != ks.end());
+  ks.erase(gone);  // the package's list misses a kernel the image has
+  auto bytes = make_package("names_short_pkg", entries);
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "names_short_pkg").ok());
+  auto m = load("names_short", 0);
+  auto f = m.function("plain_c");
+  CHECK_MESSAGE(f.has_value(), (f ? "" : f.error().what()));
+  CHECK(m.function("mylib::scale(float*, float)").has_value());
+  auto none = m.function("not_there");
+  REQUIRE(!none.has_value());
+  CHECK(none.error().code == fatpack::errc::not_found);
+  CHECK(none.error().message.find("the module has no kernel of that name; it has: ") != std::string::npos);
+  // A NUL byte is not cut short into another kernel's name ("plain_c").
+  auto nul = m.function(std::string("plain_c\0x", 9));
+  REQUIRE(!nul.has_value());
+  CHECK(nul.error().code == fatpack::errc::not_found);
+  auto lib = fatpack::load_library("names_short");
+  REQUIRE(lib.has_value());
+  CHECK(lib->kernel("plain_c").has_value());
+  CHECK(lib->kernel("not_there").error().code == fatpack::errc::not_found);
+}
+
+TEST_CASE("kernels by name: threads looking up by C++ name at once share one demangled list") {
+  add("names_thr", "names_t", k_names_entries);
+  auto m = load("names_t", 0);
+  auto lib = fatpack::load_library("names_t");
+  REQUIRE(lib.has_value());
+  const auto want = m.function(k_affine_f).value();
+  const auto want_k = lib->kernel(k_affine_f).value();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        // Several spellings of one name, from every thread at once.
+        const std::string q = (i + t) % 2 ? "mylib::affine<float, 256>" : "mylib::affine<float," + std::string(i % 7, ' ') + "256>";
+        auto f = m.function(q);
+        auto k = lib->kernel(q);
+        if (!f || *f != want || !k || *k != want_k) ++wrong;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  CHECK(wrong.load() == 0);
 }

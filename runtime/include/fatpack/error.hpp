@@ -33,7 +33,7 @@ enum class errc : int {
   invalid_device = 5,         // a device ordinal out of range
   no_packages = 6,            // nothing is registered (embedded records missing: see the message)
   not_found = 7,              // no such package, module or kernel
-  ambiguous = 8,              // a module name found in several packages: name the package
+  ambiguous = 8,              // a module name in several packages, a kernel name several kernels have
   no_compatible_entry = 9,    // selection: no entry of the module can run on the device
   load_failed = 10,           // every usable entry was refused by the driver
   jit_failed = 11,            // PTX -> SASS failed (the JIT log is in error::log)

@@ -143,6 +143,8 @@ FATPACK_API fatpack_status fatpack_load_module(const char* module_name, const ch
 FATPACK_API fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
                                                            fatpack_policy policy, fatpack_module** out);
 FATPACK_API void fatpack_module_release(fatpack_module* module);
+/* kernel: the symbol ("vadd", "_ZN5mylib5scaleEPff") or the C++ name ("mylib::scale(float*, float)",
+ * "mylib::affine<float, 256>"); FATPACK_ERROR_AMBIGUOUS when several kernels have that name. */
 FATPACK_API fatpack_status fatpack_module_function(const fatpack_module* module, const char* kernel, struct CUfunc_st** out);
 FATPACK_API struct CUmod_st* fatpack_module_handle(const fatpack_module* module);
 FATPACK_API struct CUctx_st* fatpack_module_context(const fatpack_module* module);

@@ -195,7 +195,7 @@ class loaded_code {
   FATPACK_API int device() const noexcept;
   FATPACK_API const std::string& package_name() const noexcept;
   FATPACK_API const std::string& name() const noexcept;
-  FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry
+  FATPACK_API std::vector<std::string> kernels() const;  // entry functions of the loaded entry (symbols)
   FATPACK_API const load_report& report() const noexcept;
   // Which code was loaded: exact SASS, lower-minor SASS, `a` or `f` SASS, or PTX through the JIT
   // (with its target and PTX ISA), derived from report(). kind none for an empty handle.
@@ -248,7 +248,10 @@ class module : public loaded_code {
  public:
   module() noexcept = default;
 
-  // cuModuleGetFunction, cached. errc::not_found names the kernels the module has.
+  // cuModuleGetFunction, cached. `kernel` is the symbol ("vadd", "_ZN5mylib6affineIfLi256EEEvPKT_PS1_i")
+  // or the C++ name ("mylib::affine<float, 256>", with or without its parameter list; see
+  // docs/runtime.md, "Kernels by name"). errc::not_found names the kernels the module has;
+  // errc::ambiguous (a name several overloads or instantiations have) names the candidates.
   FATPACK_API result<cu_function> function(std::string_view kernel) const;
   FATPACK_API cu_module handle() const noexcept;
   FATPACK_API cu_context context() const noexcept;     // the context the module lives in
@@ -293,7 +296,8 @@ class library : public loaded_code {
  public:
   library() noexcept = default;
 
-  // cuLibraryGetKernel. errc::not_found names the kernels the library has.
+  // cuLibraryGetKernel. `name` as for module::function (the symbol or the C++ name).
+  // errc::not_found names the kernels the library has; errc::ambiguous the candidates.
   FATPACK_API result<cu_kernel> kernel(std::string_view name) const;
   // cuKernelGetFunction: the kernel's CUfunction in the calling thread's current context.
   FATPACK_API result<cu_function> function(std::string_view name) const;

@@ -3,6 +3,7 @@
 
 #include "api/wiring.hpp"
 #include "jit/service.hpp"
+#include "load/kernel_lookup.hpp"
 #include "load/loader.hpp"
 #include "load/module_table.hpp"
 #include "load/selection.hpp"
@@ -201,25 +202,44 @@ result<library> load_library(std::string_view module_name, const load_options& o
 
 namespace {
 
-// "kernel 'k' in module 'm' (package 'p', sm_90) on device 0 (...): <call failed>; the module has: ..."
-error kernel_error(const detail::module_state& s, const std::string& name, const char* call, CUresult r) {
-  std::string have;
-  for (const auto& k : s.kernels) have += (have.empty() ? "" : ", ") + k;
+// "kernel 'k' in module 'm' (package 'p', sm_90) on device 0 (...), driver ...: <call failed>; the
+// module has: ..." (a driver call on a kernel that resolve_kernel found in the entry's list).
+error kernel_error(const detail::module_state& s, std::string_view query, const std::string& symbol, const char* call,
+                   CUresult r) {
   return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
-                            "kernel '" + name + "' in module '" + s.module_name + "' (package '" + s.package->name +
-                                "', " + s.report.target + ") on " + s.dev->identify() + ": " +
-                                s.drv->call_failed(call, r) + "; the module has: " +
-                                (have.empty() ? "no kernels" : have));
+                            detail::kernel_where(s, query) + (symbol == query ? "" : " (symbol " + symbol + ")") +
+                                ": " + s.drv->call_failed(call, r) + "; the module has: " +
+                                core::list_kernels(detail::kernel_names(s), false));
 }
+
+// The symbol to ask the driver for: the one resolve_kernel found in the entry's kernel list; for a
+// name that is not in the list, the name itself (a list that missed a kernel must not hide one the
+// driver has; when the driver does not know it either, resolve_kernel's error is returned), except
+// a name with a NUL byte, which the driver would read cut short.
+result<std::string> symbol_to_ask(const detail::module_state& s, std::string_view query, result<std::string>& resolved) {
+  resolved = detail::resolve_kernel(s, query);
+  if (resolved) return *resolved;
+  if (resolved.error().code == errc::not_found && query.find('\0') == std::string_view::npos) return std::string(query);
+  return resolved.error();
+}
+
+// Entries of module::function's cache keyed by the caller's spelling: bounded, so that a caller
+// asking with ever new spellings cannot grow it without end (past the bound, lookups still work).
+std::size_t function_cache_limit(const detail::module_state& s) { return 4 * s.kernels.size() + 16; }
 
 }  // namespace
 
 result<cu_kernel> library::kernel(std::string_view name) const {
   if (!state_) return error{errc::invalid_argument, 0, "kernel(): empty library handle", {}};
+  result<std::string> resolved = std::string();
+  auto symbol = symbol_to_ask(*state_, name, resolved);
+  if (!symbol) return std::move(symbol).error();
   CUkernel k = nullptr;
-  const std::string n(name);
-  CUresult r = state_->drv->cuLibraryGetKernel(&k, state_->lib, n.c_str());
-  if (r != CUDA_SUCCESS || !k) return kernel_error(*state_, n, "cuLibraryGetKernel", r);
+  CUresult r = state_->drv->cuLibraryGetKernel(&k, state_->lib, symbol->c_str());
+  if (r != CUDA_SUCCESS || !k) {
+    if (!resolved) return std::move(resolved).error();
+    return kernel_error(*state_, name, *symbol, "cuLibraryGetKernel", r);
+  }
   return k;
 }
 
@@ -228,7 +248,7 @@ result<cu_function> library::function(std::string_view name) const {
   if (!k) return std::move(k).error();
   CUfunction f = nullptr;
   CUresult r = state_->drv->cuKernelGetFunction(&f, *k);
-  if (r != CUDA_SUCCESS || !f) return kernel_error(*state_, std::string(name), "cuKernelGetFunction", r);
+  if (r != CUDA_SUCCESS || !f) return kernel_error(*state_, name, std::string(name), "cuKernelGetFunction", r);
   return f;
 }
 
@@ -248,14 +268,25 @@ result<cu_function> module::function(std::string_view kernel) const {
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.functions.find(name);
   if (it != s.functions.end()) return it->second;
+  result<std::string> resolved = std::string();
+  auto symbol = symbol_to_ask(s, kernel, resolved);
+  if (!symbol) return std::move(symbol).error();
   CUfunction f = nullptr;
-  CUresult r;
-  {
-    detail::scoped_context current(*s.drv, s.ctx.ctx);
-    r = s.drv->cuModuleGetFunction(&f, s.mod, name.c_str());
+  if (auto known = s.functions.find(*symbol); known != s.functions.end()) {
+    f = known->second;
+  } else {
+    CUresult r;
+    {
+      detail::scoped_context current(*s.drv, s.ctx.ctx);
+      r = s.drv->cuModuleGetFunction(&f, s.mod, symbol->c_str());
+    }
+    if (r != CUDA_SUCCESS || !f) {
+      if (!resolved) return std::move(resolved).error();
+      return kernel_error(s, kernel, *symbol, "cuModuleGetFunction", r);
+    }
+    s.functions.emplace(*symbol, f);
   }
-  if (r != CUDA_SUCCESS || !f) return kernel_error(s, name, "cuModuleGetFunction", r);
-  s.functions.emplace(std::move(name), f);
+  if (name != *symbol && s.functions.size() < function_cache_limit(s)) s.functions.emplace(std::move(name), f);
   return f;
 }
 

@@ -13,6 +13,7 @@
 // is not read, being an undocumented format.)
 #include "api/code_context.hpp"
 #include "api/kernel_binding.hpp"
+#include "load/kernel_lookup.hpp"
 
 #include "fatpack/core/input.hpp"
 #include "fatpack/fatpack.hpp"
@@ -71,18 +72,21 @@ void package_params(const module_state& s, const std::string& name, const std::s
     return;
   }
   auto ptx = core::parse_ptx(core::byte_span(text.data(), text.size()), where);
+  // The .entry is named by the kernel's symbol, whatever name (a C++ one) the caller used.
+  auto resolved = resolve_kernel(s, name);
+  const std::string& symbol = resolved ? *resolved : name;
   std::size_t k = 0;
-  while (ptx && k < ptx->kernels.size() && ptx->kernels[k] != name) ++k;
+  while (ptx && k < ptx->kernels.size() && ptx->kernels[k] != symbol) ++k;
   if (!ptx || k == ptx->kernels.size() || !ptx->params[k]) {
     note = why_not_driver + " and " + where +
            (!ptx ? " could not be read (" + ptx.error().message + ")"
-                 : k == ptx->kernels.size() ? " has no .entry '" + name + "'" : " has a .param list this reader does not understand") +
+                 : k == ptx->kernels.size() ? " has no .entry '" + symbol + "'" : " has a .param list this reader does not understand") +
            unchecked;
     return;
   }
   for (const auto& p : *ptx->params[k]) out.push_back(param{p.offset, p.size});
   known = true;
-  note = "checked against the .param list of .entry '" + name + "' in " + where + ", since " + why_not_driver;
+  note = "checked against the .param list of .entry '" + symbol + "' in " + where + ", since " + why_not_driver;
 }
 
 // The kernel's parameters from the driver, else from the package; `known` false (and `note` why)

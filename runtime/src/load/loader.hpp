@@ -17,6 +17,8 @@
 
 #include "fatpack/fatpack.hpp"
 
+#include "fatpack/core/kernel_names.hpp"
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,10 +36,13 @@ struct module_state {
   CUmodule mod = nullptr;
   CUlibrary lib = nullptr;  // a library (load_library) instead of a module: no context (ctx.ctx null)
   load_report report;
-  std::vector<std::string> kernels;
+  std::vector<std::string> kernels;  // the loaded entry's kernels (symbols)
+  // Their demangled names, for lookups by C++ name (kernel_lookup.hpp): made on first use.
+  mutable std::once_flag names_once;
+  mutable std::vector<core::kernel_name> names;
 
   std::mutex mu;  // guards functions
-  std::unordered_map<std::string, CUfunction> functions;
+  std::unordered_map<std::string, CUfunction> functions;  // by the name the caller gave (bounded)
 
   module_state() = default;
   module_state(const module_state&) = delete;
