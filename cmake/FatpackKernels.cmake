@@ -5,7 +5,8 @@
 #     NAME        kernels                  # the package name the runtime looks up (default: the target)
 #     SOURCES     a.cu b.cu                # one module per source, named after the file (up to the first '.')
 #     CUDA_ARCHITECTURES 75-real 80-real 90-real 120-virtual
-#     NVCC_OPTIONS -O3 --use_fast_math)
+#     NVCC_OPTIONS -O3 --use_fast_math)     # -rdc=true: separate compilation, all sources one module
+#                                            # (MODULE, default NAME), device-linked per architecture
 #   target_link_libraries(app PRIVATE fatpack::runtime)
 #
 # How it builds (and why):
@@ -299,14 +300,21 @@ function(_fatpack_tool command_var depends_var)
   endif()
 endfunction()
 
+# A package or module name (NAME, MODULE): one safe word, as the tool and the runtime expect.
+function(_fatpack_check_name target keyword value)
+  if(NOT value MATCHES "^[A-Za-z0-9_.+-]+$")
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): ${keyword} '${value}' may use only letters, digits and _ . + -")
+  endif()
+endfunction()
+
 function(fatpack_add_kernels target)
   set(options "")
-  set(one_value NAME CODEC LEVEL OUTPUT_DIRECTORY PACKAGE_VARIABLE)
+  set(one_value NAME MODULE CODEC LEVEL OUTPUT_DIRECTORY PACKAGE_VARIABLE)
   set(multi_value SOURCES CUDA_ARCHITECTURES NVCC_OPTIONS INCLUDE_DIRECTORIES COMPILE_DEFINITIONS)
   cmake_parse_arguments(PARSE_ARGV 1 arg "${options}" "${one_value}" "${multi_value}")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "fatpack_add_kernels(${target}): unknown arguments: ${arg_UNPARSED_ARGUMENTS} "
-      "(expected NAME, SOURCES, CUDA_ARCHITECTURES, NVCC_OPTIONS, INCLUDE_DIRECTORIES, COMPILE_DEFINITIONS, "
+      "(expected NAME, MODULE, SOURCES, CUDA_ARCHITECTURES, NVCC_OPTIONS, INCLUDE_DIRECTORIES, COMPILE_DEFINITIONS, "
       "CODEC, LEVEL, OUTPUT_DIRECTORY, PACKAGE_VARIABLE; see docs/cmake.md)")
   endif()
   foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
@@ -338,9 +346,7 @@ function(fatpack_add_kernels target)
   if(DEFINED arg_NAME)
     set(name "${arg_NAME}")
   endif()
-  if(NOT name MATCHES "^[A-Za-z0-9_.+-]+$")
-    message(FATAL_ERROR "fatpack_add_kernels(${target}): NAME '${name}' may use only letters, digits and _ . + -")
-  endif()
+  _fatpack_check_name("${target}" NAME "${name}")
   get_target_property(used ${target} FATPACK_PACKAGES)
   if(used AND name IN_LIST used)
     message(FATAL_ERROR "fatpack_add_kernels(${target}): package '${name}' is already added to this target; "
@@ -359,16 +365,33 @@ function(fatpack_add_kernels target)
     endif()
     list(APPEND codec_args --level ${arg_LEVEL})
   endif()
+  # -rdc=true: separate compilation (docs/cmake.md): every source into one module, device-linked.
+  set(rdc FALSE)
+  set(nvcc_options "")
   foreach(opt IN LISTS arg_NVCC_OPTIONS)
     if(opt MATCHES "^(-arch|--gpu-architecture|-gencode|--generate-code|-code|--gpu-code)([= ]|$)")
       message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS must not choose architectures "
         "('${opt}'); use CUDA_ARCHITECTURES.")
     endif()
-    if(opt MATCHES "^(-c|--compile|-cubin|-ptx|-fatbin|-o|--output-file|-rdc|--relocatable-device-code.*|-dc)$")
-      message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS must not set the compilation mode or "
-        "output ('${opt}'): fatpack compiles one cubin or PTX per architecture.")
+    if(opt MATCHES "^(-rdc=true|--relocatable-device-code=true)$")
+      set(rdc TRUE)
+      continue()
     endif()
+    if(opt MATCHES "^(-dlto|--dlink-time-opt|-rdc=false|--relocatable-device-code=false)$")
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS '${opt}' is not supported: separate "
+        "compilation is -rdc=true (LTO-IR is not packed yet).")
+    endif()
+    if(opt MATCHES "^(-c|--compile|-cubin|-ptx|-fatbin|-o|--output-file|-rdc|--relocatable-device-code.*|-dc|--device-c|-dlink|--device-link)$")
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS must not set the compilation mode or "
+        "output ('${opt}'): fatpack compiles one cubin or PTX per architecture (for separate compilation "
+        "write -rdc=true).")
+    endif()
+    list(APPEND nvcc_options "${opt}")
   endforeach()
+  if(DEFINED arg_MODULE AND NOT rdc)
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): MODULE needs NVCC_OPTIONS -rdc=true (without it each "
+      "source is its own module, named after the file).")
+  endif()
 
   # Architectures: the argument, else the target's own CUDA_ARCHITECTURES property, else
   # FATPACK_CUDA_ARCHITECTURES, else a user-set CMAKE_CUDA_ARCHITECTURES, else the documented default.
@@ -429,9 +452,20 @@ function(fatpack_add_kernels target)
   foreach(def IN LISTS arg_COMPILE_DEFINITIONS)
     list(APPEND nvcc_flags "-D${def}")
   endforeach()
-  list(APPEND nvcc_flags ${arg_NVCC_OPTIONS})
+  list(APPEND nvcc_flags ${nvcc_options})
+  if(rdc)
+    list(APPEND nvcc_flags -rdc=true)
+    set(rdc_module "${name}")
+    if(DEFINED arg_MODULE)
+      set(rdc_module "${arg_MODULE}")
+    endif()
+    _fatpack_check_name("${target}" MODULE "${rdc_module}")
+  endif()
 
   set(inputs "")
+  foreach(gpu IN LISTS gpu_targets)
+    set(rdc_cubins_${gpu} "")
+  endforeach()
   set(modules "")
   foreach(src IN LISTS arg_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
@@ -439,7 +473,7 @@ function(fatpack_add_kernels target)
     if(NOT EXISTS "${src}" AND base MATCHES "^[A-Z][A-Z_]+$")
       # cmake_parse_arguments puts a misspelt keyword after SOURCES into SOURCES.
       message(FATAL_ERROR "fatpack_add_kernels(${target}): unknown arguments: ${base} (found among SOURCES; "
-        "expected NAME, SOURCES, CUDA_ARCHITECTURES, NVCC_OPTIONS, INCLUDE_DIRECTORIES, COMPILE_DEFINITIONS, "
+        "expected NAME, MODULE, SOURCES, CUDA_ARCHITECTURES, NVCC_OPTIONS, INCLUDE_DIRECTORIES, COMPILE_DEFINITIONS, "
         "CODEC, LEVEL, OUTPUT_DIRECTORY, PACKAGE_VARIABLE; see docs/cmake.md)")
     endif()
     if(NOT EXISTS "${src}")
@@ -453,7 +487,13 @@ function(fatpack_add_kernels target)
     endif()
     list(APPEND modules "${module}")
     foreach(gpu IN LISTS gpu_targets)
-      if(gpu MATCHES "^sm_")
+      if(gpu MATCHES "^sm_" AND rdc)
+        # Relocatable: linked with the other sources' below, never packed as it is.
+        set(out "${out_dir}/${module}.${gpu}.rdc.cubin")
+        set(mode -cubin)
+        set(what "relocatable SASS")
+        list(APPEND rdc_cubins_${gpu} "${out}")
+      elseif(gpu MATCHES "^sm_")
         set(out "${out_dir}/${module}.${gpu}.cubin")
         set(mode -cubin)
         set(what "SASS")
@@ -469,9 +509,32 @@ function(fatpack_add_kernels target)
         DEPFILE "${out}.d"
         COMMENT "fatpack: nvcc ${module} -> ${gpu} ${what} (${shown})"
         VERBATIM)
-      list(APPEND inputs "${out}")
+      if(NOT (gpu MATCHES "^sm_" AND rdc))
+        list(APPEND inputs "${out}")
+      endif()
     endforeach()
   endforeach()
+
+  # Separate compilation: one device link per SASS target (nvcc -dlink -cubin) gives a complete
+  # cubin; the PTX of every source is packed as one link group (`fatpack pack --link`), which the
+  # runtime's JIT links (docs/format.md).
+  set(pack_module_args "")
+  if(rdc)
+    set(pack_module_args --module "${rdc_module}" --link)
+    foreach(gpu IN LISTS gpu_targets)
+      if(NOT gpu MATCHES "^sm_")
+        continue()
+      endif()
+      set(out "${out_dir}/${rdc_module}.${gpu}.linked.cubin")
+      file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${out}")
+      add_custom_command(OUTPUT "${out}"
+        COMMAND "${nvcc}" -dlink -cubin -arch=${gpu} -o "${out}" ${rdc_cubins_${gpu}}
+        DEPENDS ${rdc_cubins_${gpu}}
+        COMMENT "fatpack: nvcc -dlink ${rdc_module} -> ${gpu} SASS (${shown})"
+        VERBATIM)
+      list(APPEND inputs "${out}")
+    endforeach()
+  endif()
 
   set(package "${out_dir}/${name}.fpk")
   string(MAKE_C_IDENTIFIER "${name}" symbol)
@@ -488,7 +551,7 @@ function(fatpack_add_kernels target)
   # After `--`: the nvcc options the PTX was compiled with; pack records those its JIT needs
   # (-maxrregcount, -lineinfo, -G, -Xptxas -O<n>) on the PTX entries.
   add_custom_command(OUTPUT "${package}"
-    COMMAND ${tool} pack -o "${package}" --name "${name}" ${codec_args} ${inputs} -- ${arg_NVCC_OPTIONS}
+    COMMAND ${tool} pack -o "${package}" --name "${name}" ${pack_module_args} ${codec_args} ${inputs} -- ${nvcc_options}
     DEPENDS ${inputs} ${tool_depends}
     COMMENT "fatpack: pack ${name}.fpk (${target})"
     VERBATIM)

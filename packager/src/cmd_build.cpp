@@ -31,11 +31,56 @@ struct job {
   std::vector<std::string> argv;
 };
 
+// Runs `jobs` on `threads` threads (each job's nvcc in `dir`, where its temporary files go too), with
+// a progress line on a terminal; reports the failures (print_nvcc_failures). False if any failed.
+bool run_jobs(std::vector<job>& jobs, unsigned threads, bool verbose, const std::string& dir, const char* what) {
+  if (jobs.empty()) return true;
+  const unsigned n = std::min<unsigned>(std::max(1u, threads), unsigned(jobs.size()));
+  std::atomic<std::size_t> next{0}, done{0};
+  std::mutex out_mutex;
+  const bool progress = stderr_is_terminal() && !verbose;
+  auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      if (verbose) {
+        std::lock_guard<std::mutex> lock(out_mutex);
+        std::cerr << join_command(jobs[i].argv) << "\n";
+      }
+      jobs[i].result = run_process(jobs[i].argv, dir);
+      const std::size_t d = ++done;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(out_mutex);
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last > std::chrono::milliseconds(200) || d == jobs.size()) {  // at most 5 updates/s
+          last = now;
+          std::cerr << "\r[" << d << "/" << jobs.size() << "] " << what << " " << jobs[i].source << " "
+                    << jobs[i].target.str() << "          " << std::flush;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
+
+  std::vector<nvcc_failure> failures;
+  for (const auto& j : jobs) {
+    if (j.result.exit_code == 0) continue;
+    failures.push_back({j.source, j.target.str(),
+                        j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error,
+                        join_command(j.argv), j.result.output});
+  }
+  if (!failures.empty()) print_nvcc_failures(failures);
+  return failures.empty();
+}
+
 }  // namespace
 
 command_runner add_build_command(CLI::App& app) {
   struct options {
-    std::string output, name, nvcc = "nvcc", depfile;
+    std::string output, name, module, nvcc = "nvcc", depfile;
     std::vector<std::string> arch;  // each --arch; joined, they are one list
     unsigned jobs = 0;
     codec_options codec;
@@ -47,19 +92,26 @@ command_runner add_build_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "build", "Compile .cu sources with nvcc for an architecture list (one job per target, in parallel) and pack "
                "them. Arguments after '--' go to nvcc; those the JIT needs on a future GPU (-maxrregcount, -lineinfo, -G, "
-               "-Xptxas -O<n>) are also recorded on the PTX entries.");
+               "-Xptxas -O<n>) are also recorded on the PTX entries. With -rdc=true (or -dc) there, the sources are "
+               "compiled separately and linked into one module: SASS through nvcc -dlink per target, PTX as a link "
+               "group the runtime JIT-links.");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
                   "Targets in CMake CUDA_ARCHITECTURES syntax: 75-real,90-real,120-virtual; a bare 90 means "
                   "real + virtual; all, all-major (repeatable: --arch 80-real --arch 90-real is --arch 80-real,90-real)")
-      ->required();
+      ->required()
+      ->allow_extra_args(false)  // one list per --arch: the sources after it are sources, not more architectures
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--depfile", o->depfile,
                   "Also write FILE: a Make-syntax dependency file (OUTPUT: each source and every header nvcc read, for "
                   "every target), for Make, Ninja and CMake's add_custom_command(DEPFILE)")
       ->type_name("FILE");
   cmd->add_option("-j,--jobs", o->jobs, "Parallel nvcc jobs (default: number of cores)");
   cmd->add_option("--nvcc", o->nvcc, "nvcc to run (default: $NVCC or nvcc on PATH)");
+  cmd->add_option("--module", o->module,
+                  "With -rdc=true after '--': the name of the one module all sources link into (default: the "
+                  "package name)");
   o->codec.add_to(*cmd, true);
   cmd->add_flag("-v,--verbose", o->verbose, "Print each nvcc command and a summary line");
   cmd->add_option("sources", o->sources, "CUDA sources; each becomes one module named after the file")->required();
@@ -92,6 +144,35 @@ command_runner add_build_command(CLI::App& app) {
       print_error(tmp.error());
       return exit_failure;
     }
+    // -rdc=true (or -dc) among the nvcc arguments: separate compilation, one module of all sources.
+    std::vector<std::string> nvcc_args;
+    bool rdc = false, lto = false;
+    const auto& pass = passthrough_args();
+    for (std::size_t i = 0; i < pass.size(); ++i) {
+      const std::string& a = pass[i];
+      if (a == "-rdc=true" || a == "--relocatable-device-code=true" || a == "-dc" || a == "--device-c") {
+        rdc = true;
+      } else if ((a == "-rdc" || a == "--relocatable-device-code") && i + 1 < pass.size() && pass[i + 1] == "true") {
+        rdc = true;
+        ++i;
+      } else if (a == "-rdc=false" || a == "--relocatable-device-code=false") {
+        rdc = false;
+      } else if (a == "-dlto" || a == "--dlink-time-opt") {
+        lto = true;
+      } else {
+        nvcc_args.push_back(a);
+      }
+    }
+    if (lto)
+      throw usage_error{"-dlto after '--': LTO-IR is not packed yet; build with -rdc=true alone (the device link "
+                        "happens at build time for SASS and in the driver's JIT for PTX)"};
+    if (!rdc && !o->module.empty()) throw usage_error{"--module needs -rdc=true after '--' (without it each source is a module)"};
+    const std::string package_name = o->name.empty() ? default_package_name(o->output) : o->name;
+    const std::string rdc_module = o->module.empty() ? package_name : o->module;
+
+    const unsigned threads = o->jobs ? o->jobs : std::max(1u, std::thread::hardware_concurrency());
+    // Phase 1: one nvcc per (source, target). With -rdc, relocatable cubins and PTX; phase 2 then
+    // device-links each target's cubins into one complete cubin (nvcc -dlink -cubin).
     std::vector<job> jobs;
     for (const auto& src : o->sources) {
       for (const auto& t : *targets) {
@@ -100,67 +181,43 @@ command_runner add_build_command(CLI::App& app) {
         j.target = t;
         const bool ptx = t.kind == core::entry_kind::ptx;
         j.output = tmp.path() + "/" + std::to_string(jobs.size()) + (ptx ? ".ptx" : ".cubin");
-        j.argv = {o->nvcc, ptx ? "-ptx" : "-cubin", "-arch=" + t.str(), "-o", j.output, src};
+        j.argv = {o->nvcc, ptx ? "-ptx" : "-cubin", "-arch=" + t.str()};
+        if (rdc) j.argv.push_back("-rdc=true");
+        j.argv.insert(j.argv.end(), {"-o", j.output, src});
         if (!o->depfile.empty()) j.argv.insert(j.argv.end(), {"-MD", "-MF", j.output + ".d"});
-        for (const auto& a : passthrough_args()) j.argv.push_back(a);
+        for (const auto& a : nvcc_args) j.argv.push_back(a);
         jobs.push_back(std::move(j));
       }
     }
-    unsigned n = o->jobs ? o->jobs : std::max(1u, std::thread::hardware_concurrency());
-    n = std::min<unsigned>(n, unsigned(jobs.size()));
-    std::atomic<std::size_t> next{0}, done{0};
-    std::mutex out_mutex;
-    const bool progress = stderr_is_terminal() && !o->verbose;
-    auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-    auto worker = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-        if (o->verbose) {
-          std::lock_guard<std::mutex> lock(out_mutex);
-          std::cerr << join_command(jobs[i].argv) << "\n";
-        }
-        jobs[i].result = run_process(jobs[i].argv, tmp.path());  // nvcc's own temporary files go there too
-        const std::size_t d = ++done;
-        if (progress) {
-          std::lock_guard<std::mutex> lock(out_mutex);
-          const auto now = std::chrono::steady_clock::now();
-          if (now - last > std::chrono::milliseconds(200) || d == jobs.size()) {  // at most 5 updates/s
-            last = now;
-            std::cerr << "\r[" << d << "/" << jobs.size() << "] nvcc " << jobs[i].source << " " << jobs[i].target.str()
-                      << "          " << std::flush;
-          }
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < n; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    if (progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
+    if (!run_jobs(jobs, threads, o->verbose, tmp.path(), "nvcc")) return exit_failure;
 
-    std::vector<nvcc_failure> failures;
-    for (const auto& j : jobs) {
-      if (j.result.exit_code == 0) continue;
-      failures.push_back({j.source, j.target.str(),
-                          j.result.start_error.empty() ? "exit " + std::to_string(j.result.exit_code) : j.result.start_error,
-                          join_command(j.argv), j.result.output});
-    }
-    if (!failures.empty()) {
-      print_nvcc_failures(failures);
-      return exit_failure;
+    std::vector<job> links;
+    if (rdc) {
+      for (const auto& t : *targets) {
+        if (t.kind != core::entry_kind::sass) continue;
+        job l;
+        l.source = "device link of module '" + rdc_module + "'";
+        l.target = t;
+        l.output = tmp.path() + "/link." + t.str() + ".cubin";
+        l.argv = {o->nvcc, "-dlink", "-cubin", "-arch=" + t.str(), "-o", l.output};
+        for (const auto& j : jobs)
+          if (j.target == t) l.argv.push_back(j.output);
+        links.push_back(std::move(l));
+      }
+      if (!run_jobs(links, threads, o->verbose, tmp.path(), "nvcc -dlink")) return exit_failure;
     }
 
     std::vector<core::entry_input> entries;
-    for (const auto& j : jobs) {
+    auto import = [&](const job& j, const std::string& module) {
       auto bytes = read_file(j.output);
       if (!bytes) {
         print_error(bytes.error().message);
-        return exit_failure;
+        return false;
       }
-      auto imported = core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")",
-                                         module_name_of(j.source));
+      auto imported = core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")", module);
       if (!imported) {
         print_error(imported.error().message);
-        return exit_failure;
+        return false;
       }
       for (auto& e : *imported) {
         e.toolkit_version = std::uint32_t(toolkit);
@@ -169,9 +226,22 @@ command_runner add_build_command(CLI::App& app) {
         if (e.target.kind == core::entry_kind::ptx) e.options = jit_options;
         entries.push_back(std::move(e));
       }
+      return true;
+    };
+    if (!rdc) {
+      for (const auto& j : jobs)
+        if (!import(j, module_name_of(j.source))) return exit_failure;
+    } else {
+      // Targets in --arch order: the linked cubin, or every source's relocatable PTX as one link group.
+      for (const auto& t : *targets) {
+        for (const auto& l : links)
+          if (l.target == t && !import(l, rdc_module)) return exit_failure;
+        for (const auto& j : jobs)
+          if (j.target == t && t.kind == core::entry_kind::ptx && !import(j, rdc_module)) return exit_failure;
+      }
+      form_link_groups(entries);
     }
-    const int rc = write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name,
-                                      entries, o->codec, o->verbose);
+    const int rc = write_package_file(o->output, package_name, entries, o->codec, o->verbose);
     if (rc != exit_ok || o->depfile.empty()) return rc;
     std::vector<std::string> nvcc_depfiles;
     for (const auto& j : jobs) nvcc_depfiles.push_back(j.output + ".d");

@@ -37,6 +37,14 @@ command_runner add_export_fatbin_command(CLI::App& app) {
           print_warning(o->file + ": " + e.describe() + ": LTO-IR is not exported");
           continue;
         }
+        // A fatbin has no way to say that PTX entries link together: the driver would take one part
+        // alone. The group's SASS (device-linked at build time) is exported.
+        if (e.in_link_group()) {
+          print_warning(o->file + ": " + e.describe() + ": part " + std::to_string(e.link_part + 1) + " of " +
+                        std::to_string(e.link_parts) + " of a link group (relocatable PTX), which a fatbin cannot " +
+                        "hold, is not exported");
+          continue;
+        }
         auto raw = pkg.decompress(e.index);
         if (!raw) {
           print_error(raw.error().message);

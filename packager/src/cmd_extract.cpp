@@ -36,7 +36,7 @@ command_runner add_extract_command(CLI::App& app) {
     for (const auto& pkg : pf->packages) {
       // PTX of one target may exist in several ISA versions: name them apart only then.
       std::map<std::string, int> per_target;
-      for (const auto& e : pkg.entries()) ++per_target[std::string(e.module_name) + "." + e.target.str()];
+      for (const auto& e : pkg.entries()) if (e.selectable()) ++per_target[std::string(e.module_name) + "." + e.target.str()];
       for (const auto& e : pkg.entries()) {
         if (!o->target.empty() && e.target != want) continue;
         if (!o->module.empty() && e.module_name != o->module) continue;
@@ -51,6 +51,7 @@ command_runner add_extract_command(CLI::App& app) {
         if (pf->packages.size() > 1) name = safe_file_component(std::string(pkg.name())) + "." + name;
         if (per_target[std::string(e.module_name) + "." + e.target.str()] > 1 && e.target.kind == core::entry_kind::ptx)
           name += ".isa" + e.ptx_isa.str();
+        if (e.in_link_group()) name += ".part" + std::to_string(e.link_part);
         name += e.target.kind == core::entry_kind::sass  ? ".cubin"
                 : e.target.kind == core::entry_kind::ptx ? ".ptx"
                                                          : ".ltoir";

@@ -37,6 +37,8 @@ nlohmann::json entry_json(const core::entry_info& e) {
   }
   j["kernels"] = kernels;
   j["kernels_demangled"] = demangled;
+  // Format 1.1 link groups: part k of n relocatable PTX entries JIT-linked as one module; null otherwise.
+  j["link"] = e.in_link_group() ? nlohmann::json{{"part", e.link_part}, {"parts", e.link_parts}} : nlohmann::json(nullptr);
   return j;
 }
 
@@ -59,6 +61,9 @@ void print_human(const package_file& pf) {
       // "; " between kernels: a demangled name has commas of its own.
       std::string kernels;
       for (auto k : e.kernels) kernels += (kernels.empty() ? "" : "; ") + core::describe_kernel(k).display;
+      if (e.in_link_group())
+        kernels += (kernels.empty() ? "" : " ") + std::string("[link part ") + std::to_string(e.link_part + 1) + "/" +
+                   std::to_string(e.link_parts) + "]";
       std::printf("  %-3zu %-14s %-13s %-4s %-5s %-5s %12llu %12llu  %-16s %s\n", e.index,
                   std::string(e.module_name).c_str(), e.target.str().c_str(), core::kind_name(e.target.kind),
                   e.target.kind == core::entry_kind::ptx ? e.ptx_isa.str().c_str() : "-", core::codec_name(e.codec),

@@ -29,6 +29,35 @@ std::string default_package_name(const std::string& output_path) {
 
 std::string module_name_of(const std::string& path) { return default_package_name(path); }
 
+std::size_t form_link_groups(std::vector<core::entry_input>& entries) {
+  auto same_group = [](const core::entry_input& a, const core::entry_input& b) {
+    return a.target.kind == core::entry_kind::ptx && b.target.kind == core::entry_kind::ptx &&
+           a.module_name == b.module_name && a.target == b.target && a.ptx_isa == b.ptx_isa;
+  };
+  std::vector<core::entry_input> out;
+  std::vector<bool> taken(entries.size(), false);
+  std::size_t groups = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (taken[i]) continue;
+    std::vector<std::size_t> members{i};
+    for (std::size_t j = i + 1; j < entries.size(); ++j)
+      if (!taken[j] && same_group(entries[i], entries[j])) members.push_back(j);
+    const bool group = members.size() > 1 && members.size() <= 0xffff;
+    groups += group;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      taken[members[k]] = true;
+      core::entry_input& e = entries[members[k]];
+      if (group) {
+        e.link_part = std::uint16_t(k);
+        e.link_parts = std::uint16_t(members.size());
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  entries = std::move(out);
+  return groups;
+}
+
 std::string jit_options_from_passthrough() {
   const core::recorded_options r = core::ptxas_options_from_nvcc(passthrough_args());
   if (!r.invalid.empty()) {
@@ -96,7 +125,7 @@ command_runner add_pack_command(CLI::App& app) {
     std::string output, name, module;
     codec_options codec;
     std::vector<std::string> inputs;
-    bool verbose = false;
+    bool verbose = false, link = false;
   };
   auto o = std::make_shared<options>();
   CLI::App* cmd = app.add_subcommand(
@@ -107,6 +136,9 @@ command_runner add_pack_command(CLI::App& app) {
   cmd->add_option("--name", o->name, "Package name the runtime looks up (default: output file name without extension)");
   cmd->add_option("--module", o->module,
                   "Module name for every input (default: each input's file name up to the first '.')");
+  cmd->add_flag("--link", o->link,
+                "Relocatable PTX (nvcc -ptx -rdc=true): PTX inputs of one module, target and PTX ISA form one link "
+                "group that the runtime JIT-links as one module (use with --module)");
   o->codec.add_to(*cmd, true);
   cmd->add_flag("-v,--verbose", o->verbose, "Print a summary line");
   cmd->add_option("inputs", o->inputs, "cubin, PTX or nvcc fatbin files")->required();
@@ -130,6 +162,7 @@ command_runner add_pack_command(CLI::App& app) {
         entries.push_back(std::move(e));
       }
     }
+    if (o->link) form_link_groups(entries);
     return write_package_file(o->output, o->name.empty() ? default_package_name(o->output) : o->name, entries,
                               o->codec, o->verbose);
   };

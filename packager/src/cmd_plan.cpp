@@ -99,6 +99,7 @@ command_runner add_plan_command(CLI::App& app) {
     for (const auto& pkg : pf->packages) {
       std::map<std::string, module_entries> modules;  // sorted: deterministic output
       for (const auto& e : pkg.entries()) {
+        if (!e.selectable()) continue;  // a link group is one candidate, named by its first part
         auto& m = modules[std::string(e.module_name)];
         m.descs.push_back({e.target, e.ptx_isa});
         m.infos.push_back(&e);
@@ -127,6 +128,7 @@ command_runner add_plan_command(CLI::App& app) {
             cj["target"] = e.target.str();
             cj["kind"] = core::kind_name(e.target.kind);
             cj["ptx_isa"] = e.target.kind == core::entry_kind::ptx ? nlohmann::json(e.ptx_isa.str()) : nlohmann::json(nullptr);
+            cj["link_parts"] = e.link_parts;  // 0: a standalone entry; n: a link group of n parts (format 1.1)
             cj["verdict"] = core::verdict_name(c.verdict);
             cj["reason"] = c.reason;
             if (c.verdict == core::verdict::chosen) plan["chosen"] = cj;
@@ -155,6 +157,7 @@ command_runner add_plan_command(CLI::App& app) {
             const core::entry_info& e = *me.infos[c.entry];
             std::string label = e.target.str();
             if (e.target.kind == core::entry_kind::ptx) label += " (ISA " + e.ptx_isa.str() + ")";
+            if (e.in_link_group()) label += " [" + std::to_string(e.link_parts) + " parts]";
             std::printf("    %-9s entry %-3zu %-22s %s\n", core::verdict_name(c.verdict), e.index, label.c_str(),
                         c.reason.c_str());
           }

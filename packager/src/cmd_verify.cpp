@@ -1,6 +1,8 @@
 // fatpack verify: structure, table checksum, and every entry decompressed and checked.
 #include "tool.hpp"
 
+#include "fatpack/core/input.hpp"
+
 #include <iostream>
 
 namespace fatpack::tool {
@@ -22,7 +24,7 @@ command_runner add_verify_command(CLI::App& app) {
       std::size_t entries = 0;
       bool ok = true;
       for (const auto& pkg : pf->packages) {
-        core::status st = pkg.verify();
+        core::status st = core::verify_package_images(pkg);
         if (!st) {
           print_error(st.error().message);
           ok = false;

@@ -22,6 +22,12 @@ std::string default_package_name(const std::string& output_path);
 // The module name of an input file: its file name up to the first '.' ("vadd.sm_90.cubin" -> "vadd").
 std::string module_name_of(const std::string& path);
 
+// Makes link groups (docs/format.md §4.1) of PTX entries that share module, target and PTX ISA
+// (relocatable PTX from nvcc -ptx -rdc=true, one per source): each such set of two or more becomes
+// one group, its parts in input order, placed where its first part was. Other entries keep their
+// order. Returns the number of groups made.
+std::size_t form_link_groups(std::vector<core::entry_input>& entries);
+
 // The ptxas options to record on PTX entries compiled with the nvcc arguments after '--'
 // (core::ptxas_options_from_nvcc); a bad value there is a usage error (thrown) naming it.
 std::string jit_options_from_passthrough();

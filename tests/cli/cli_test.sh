@@ -275,7 +275,7 @@ help)
     expect_in out.txt "Usage"
   done
   run 0 "$fatpack" --version
-  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.0\)"
+  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.1\)"
   ;;
 unknown_command)
   # An unknown command names the nearest one (a swap, a missing or an extra letter), else lists them.
@@ -406,6 +406,50 @@ build)
   run 0 "$fatpack" build -o all.fpk --arch all-major --codec zstd "$src/tests/kernels/vadd.cu"
   run 0 "$fatpack" inspect --json all.fpk
   json "t=[e['target'] for e in d['packages'][0]['entries']]; assert t==['sm_75','sm_80','sm_90','sm_100','sm_110','sm_120','compute_120'], t"
+  ;;
+rdc)
+  # Separate compilation with real nvcc: rdc_kernel.cu's kernel calls rdc_device.cu's __device__ function.
+  k="$src/tests/kernels/rdc_kernel.cu" d="$src/tests/kernels/rdc_device.cu"
+  run 0 "$fatpack" build -o r.fpk --arch 90 -j 2 "$k" "$d" -- -rdc=true -O3
+  run 0 "$fatpack" inspect --json r.fpk
+  json "e=d['packages'][0]['entries']; t=[(x['target'], x['link'] and (x['link']['part'], x['link']['parts'])) for x in e]; assert t==[('sm_90', None), ('compute_90', (0, 2)), ('compute_90', (1, 2))], t"
+  json "e=d['packages'][0]['entries']; assert all(x['module']=='r' for x in e) and e[0]['kernels']==['rdc_saxpy'] and e[1]['kernels']==['rdc_saxpy'] and e[2]['kernels']==[], e"
+  run 0 "$fatpack" inspect r.fpk
+  expect_in out.txt "format 1\.1"
+  expect_in out.txt "\[link part 2/2\]"
+  run 0 "$fatpack" verify r.fpk
+  run 0 "$fatpack" export-fatbin -o r.fatbin r.fpk
+  expect_in err.txt "warning: r\.fpk: entry 2 \(compute_90, module 'r'\): part 2 of 2 of a link group \(relocatable PTX\), which a fatbin cannot hold, is not exported"
+  run 0 "$fatpack" pack -o back.fpk r.fatbin
+  run 0 "$fatpack" inspect --json back.fpk
+  json "assert [x['target'] for x in d['packages'][0]['entries']]==['sm_90']"
+  run 0 "$fatpack" plan --json --gpu sm_90 --gpu sm_100 r.fpk
+  json "c=[(p['chosen']['target'], p['chosen']['link_parts'], len(p['candidates'])) for p in d['plans']]; assert c==[('sm_90',0,2),('compute_90',2,2)], c"
+  run 0 "$fatpack" build -o named.fpk --arch 90-virtual --module kernels "$k" "$d" -- -dc
+  run 0 "$fatpack" inspect --json named.fpk
+  json "assert [x['module'] for x in d['packages'][0]['entries']]==['kernels', 'kernels']"
+  run 2 "$fatpack" build -o x.fpk --arch 90-real --module m "$k"
+  expect_in err.txt "--module needs -rdc=true"
+  run 2 "$fatpack" build -o x.fpk --arch 90-real "$k" "$d" -- -rdc=true -dlto
+  expect_in err.txt "LTO-IR is not packed yet"
+  # Without -rdc the kernel's call cannot be resolved: nvcc's own error.
+  run 1 "$fatpack" build -o x.fpk --arch 90-real "$k"
+  expect_in err.txt "nvcc failed for sm_90"
+  # A relocatable cubin (not device-linked) is refused by pack, naming the file and the symbol.
+  cp "$art/rdc_kernel.sm_90.rdc.cubin" k.cubin
+  run 1 "$fatpack" pack -o x.fpk k.cubin
+  expect_in err.txt "k\.cubin: relocatable cubin \(sm_90, nvcc -rdc=true/-dc output\) that was not device-linked; unresolved symbols: _Z9rdc_scalef"
+  [ ! -e x.fpk ] || fail "a refused pack left x.fpk behind"
+  # Relocatable PTX packed by hand: --link makes the group, without it two PTX of one module and
+  # target are refused as duplicates.
+  cp "$art/rdc_kernel.compute_90.rdc.ptx" k.ptx && cp "$art/rdc_device.compute_90.rdc.ptx" d.ptx
+  run 0 "$fatpack" pack -o l.fpk --module m --link k.ptx d.ptx
+  run 0 "$fatpack" inspect --json l.fpk
+  json "assert [x['link'] for x in d['packages'][0]['entries']]==[{'part':0,'parts':2},{'part':1,'parts':2}]"
+  run 1 "$fatpack" pack -o l2.fpk --module m k.ptx d.ptx
+  expect_in err.txt "already has an entry for compute_90"
+  run 0 "$fatpack" extract -o ex l.fpk
+  [ -s ex/m.compute_90.part0.ptx ] && [ -s ex/m.compute_90.part1.ptx ] || { ls ex; fail "extract did not name the parts"; }
   ;;
 jit_options)
   # The nvcc options the JIT needs are recorded on the PTX entries and reach the driver's JIT

@@ -12,6 +12,13 @@
 //    deterministic fake cubin derived from the PTX: a valid ELF with e_machine 190, the SM in e_flags,
 //    an .nv.compat record (arch-specific flag) and one STT_FUNC symbol per .entry, so fatpack's own
 //    cubin parser reads it and the fake's module load accepts it.
+//  - cuLink takes several PTX inputs (cuLinkAddData checks each one as above; cuLinkComplete links
+//    them): every `.extern .func` of an input must be defined (`.func`, `.visible .func`, `.weak
+//    .func`) by some input, else cuLinkComplete fails with CUDA_ERROR_INVALID_PTX and an nvlink-style
+//    "Undefined reference to '<name>'" in the error log. The cubin carries every input's kernels,
+//    parameters and globals; one input hashes as before, several hash over their hashes. A PTX given
+//    to cuModuleLoadData(Ex) is one input, so an unresolved extern fails the load the same way
+//    (relocatable PTX needs a link). Only functions are modelled (not .extern .global variables).
 //
 // Configuration (environment):
 //   FAKECUDA_DEVICES=90,86        CC per device (major*10+minor; "9.0" also accepted); "" = no device
@@ -239,6 +246,8 @@ struct fake_kernel {
   std::string name;
 };
 
+struct ptx_info;
+
 struct fake_link {
   fake_ctx* ctx = nullptr;
   char* info = nullptr;
@@ -247,8 +256,10 @@ struct fake_link {
   std::size_t err_size = 0;
   int target = 0;  // CU_JIT_TARGET value, 0: from the context
   std::string options;  // the JIT options given, as FAKECUDA_JIT_LOG writes them
-  std::vector<std::uint8_t> ptx;
-  std::string name;
+  std::string name;                    // of the first input
+  std::vector<ptx_info> inputs;        // checked at cuLinkAddData, linked at cuLinkComplete
+  std::vector<std::uint64_t> hashes;
+  int jit_target = 0;
   std::vector<std::uint8_t> cubin;
 };
 
@@ -332,7 +343,22 @@ struct ptx_info {
   int version_line = 0;
   std::vector<std::string> entries;
   code_info code;  // entries, their .param lists, .global/.const variables
+  std::vector<std::string> extern_funcs;   // `.extern .func ... name`: what another input must define
+  std::vector<std::string> defined_funcs;  // `.func` / `.visible .func` / `.weak .func` with a body
 };
+
+// The name a `.func` declaration line declares: after ".func", an optional "(return params)", then
+// the identifier (up to '(' , a blank or the end of the line).
+std::string func_name(const std::string& t, std::size_t func_at) {
+  std::size_t a = t.find_first_not_of(" \t", func_at + 5);
+  if (a != std::string::npos && t[a] == '(') {
+    std::size_t close = t.find(')', a);
+    a = close == std::string::npos ? close : t.find_first_not_of(" \t", close + 1);
+  }
+  if (a == std::string::npos) return "";
+  std::size_t b = t.find_first_of(" \t(;", a);
+  return t.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
 
 // Bytes of a PTX type: .u8 .b16 .s32 .f64 ... -> 1, 2, 4, 8 (.pred: 1).
 std::size_t ptx_type_size(const std::string& t) {
@@ -427,6 +453,12 @@ ptx_info parse_ptx(const std::uint8_t* p, std::size_t n) {
         info.arch_specific = *q == 'a';
         have_target = true;
       }
+    } else if (t.rfind(".extern .func", 0) == 0) {
+      std::string f = func_name(t, t.find(".func"));
+      if (!f.empty()) info.extern_funcs.push_back(f);
+    } else if (t.rfind(".func", 0) == 0 || t.rfind(".visible .func", 0) == 0 || t.rfind(".weak .func", 0) == 0) {
+      std::string f = func_name(t, t.find(".func"));
+      if (!f.empty()) info.defined_funcs.push_back(f);
     } else {
       std::size_t e = t.find(".entry");
       if (e != std::string::npos) {
@@ -707,10 +739,26 @@ std::string sm_name(int sm, bool a) { return "sm_" + std::to_string(sm) + (a ? "
 // ---- the JIT ------------------------------------------------------------------------------------
 
 // ptxas's checks, then a fake cubin. Returns the CUresult; fills log.
-CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int target_override, const std::string& name,
-                  const std::string& options, const char* how, std::vector<std::uint8_t>& cubin, std::string& err_log,
-                  std::string& info_log) {
-  ptx_info pi = parse_ptx(ptx, n);
+// The first extern function of `inputs` that none of them defines ("" when all are resolved).
+std::string unresolved_extern(const std::vector<ptx_info>& inputs, std::string* in_input) {
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (const auto& ext : inputs[i].extern_funcs) {
+      bool found = false;
+      for (const auto& other : inputs)
+        found = found || std::find(other.defined_funcs.begin(), other.defined_funcs.end(), ext) != other.defined_funcs.end();
+      if (!found) {
+        if (in_input) *in_input = std::to_string(i);
+        return ext;
+      }
+    }
+  return "";
+}
+
+// Checks one PTX input as ptxas would (header, ISA limit, target, FAKECUDA_FAIL_JIT) and takes the
+// JIT's time; `pi` and `target` receive what was read. Code generation is fake_codegen's.
+CUresult fake_check_ptx(const std::uint8_t* ptx, std::size_t n, int device_cc, int target_override, ptx_info& pi,
+                        int& target, std::string& err_log) {
+  pi = parse_ptx(ptx, n);
   if (!pi.ok) {
     err_log = "ptxas application ptx input, line 1; fatal : Parsing error: no .version/.target (fakecuda)";
     return CUDA_ERROR_INVALID_PTX;
@@ -721,7 +769,7 @@ CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int tar
               pi.version.str() + "; current version is '" + limit.str() + "'";
     return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
   }
-  int target = target_override ? target_override : device_cc;
+  target = target_override ? target_override : device_cc;
   if (pi.target > target || (pi.arch_specific && pi.target != target) ||
       (target / 10 != pi.target / 10 && pi.target > target)) {
     err_log = "ptxas application ptx input: fatal : SM version specified by .target (" + sm_name(pi.target, pi.arch_specific) +
@@ -734,16 +782,50 @@ CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int tar
   }
   int delay = std::atoi(env("FAKECUDA_JIT_DELAY_MS"));
   if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-  std::uint64_t h = fnv1a(ptx, strnlen(reinterpret_cast<const char*>(ptx), n));
+  return CUDA_SUCCESS;
+}
+
+// The fake cubin of checked inputs linked together (one input: the hash of its PTX, as before link
+// groups; several: a hash over every input's hash), with every input's kernels, parameters and
+// globals. Fails, as nvlink does, when an `.extern .func` of one input is defined by none.
+CUresult fake_codegen(const std::vector<ptx_info>& inputs, const std::vector<std::uint64_t>& hashes, int target,
+                      const std::string& name, const std::string& options, const char* how,
+                      std::vector<std::uint8_t>& cubin, std::string& err_log, std::string& info_log) {
+  std::string where;
+  if (std::string ext = unresolved_extern(inputs, &where); !ext.empty()) {
+    err_log = "nvlink error   : Undefined reference to '" + ext + "' in '" + name +
+              (inputs.size() > 1 ? " input " + where : std::string()) + "' (fakecuda)";
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  std::uint64_t h = hashes.at(0);
+  if (hashes.size() > 1) h = fnv1a(reinterpret_cast<const std::uint8_t*>(hashes.data()), hashes.size() * sizeof h);
+  code_info code = inputs.at(0).code;
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const code_info& more = inputs[i].code;
+    code.kernels.insert(code.kernels.end(), more.kernels.begin(), more.kernels.end());
+    code.params.insert(more.params.begin(), more.params.end());
+    code.globals.insert(code.globals.end(), more.globals.begin(), more.globals.end());
+  }
+  const ptx_info& pi = inputs.at(0);
   char note[224];
   std::snprintf(note, sizeof note, "fakecuda jit: ptx=%016llx isa=%s from=compute_%d to=%s drv=%d opts=%s",
                 static_cast<unsigned long long>(h), pi.version.str().c_str(), pi.target,
                 sm_name(target, pi.arch_specific).c_str(), cfg().driver_version, options.empty() ? "-" : options.c_str());
-  cubin = make_cubin(target, pi.arch_specific, pi.code, h, note);
-  info_log = "ptxas info    : fakecuda compiled " + std::to_string(pi.entries.size()) + " entries of '" + name + "' for " +
-             sm_name(target, pi.arch_specific);
+  cubin = make_cubin(target, pi.arch_specific, code, h, note);
+  info_log = "ptxas info    : fakecuda compiled " + std::to_string(code.kernels.size()) + " entries of '" + name +
+             "' for " + sm_name(target, pi.arch_specific);
   record_jit(how, target, pi.arch_specific, h, options, name);
   return CUDA_SUCCESS;
+}
+
+CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int target_override, const std::string& name,
+                  const std::string& options, const char* how, std::vector<std::uint8_t>& cubin, std::string& err_log,
+                  std::string& info_log) {
+  ptx_info pi;
+  int target = 0;
+  if (CUresult r = fake_check_ptx(ptx, n, device_cc, target_override, pi, target, err_log); r != CUDA_SUCCESS) return r;
+  return fake_codegen({pi}, {fnv1a(ptx, strnlen(reinterpret_cast<const char*>(ptx), n))}, target, name, options, how,
+                      cubin, err_log, info_log);
 }
 
 // ---- entry points ---------------------------------------------------------------------------------
@@ -1119,21 +1201,30 @@ CUresult fk_cuLinkAddData(CUlinkState s, CUjitInputType type, void* data, size_t
     write_log(l->err, l->err_size, "fakecuda: PTX passed to cuLinkAddData is not NUL-terminated");
     return CUDA_ERROR_INVALID_VALUE;
   }
-  l->name = name ? name : "";
+  if (l->inputs.empty()) l->name = name ? name : "";
   int cc = cfg().devices[static_cast<std::size_t>(l->ctx->device)];
-  std::string elog, ilog;
-  CUresult r = fake_jit(p, size, cc, l->target, l->name, l->options, "culink", l->cubin, elog, ilog);
+  std::string elog;
+  ptx_info pi;
+  CUresult r = fake_check_ptx(p, size, cc, l->target, pi, l->jit_target, elog);
   if (r != CUDA_SUCCESS) {
     write_log(l->err, l->err_size, elog);
     return r;
   }
-  write_log(l->info, l->info_size, ilog);
+  l->inputs.push_back(std::move(pi));
+  l->hashes.push_back(fnv1a(p, strnlen(reinterpret_cast<const char*>(p), size)));
   return CUDA_SUCCESS;
 }
 
 CUresult fk_cuLinkComplete(CUlinkState s, void** cubin, size_t* size) {
   auto* l = reinterpret_cast<fake_link*>(s);
-  if (!l || l->cubin.empty()) return CUDA_ERROR_INVALID_VALUE;
+  if (!l || l->inputs.empty() || !cubin || !size) return CUDA_ERROR_INVALID_VALUE;
+  std::string elog, ilog;
+  CUresult r = fake_codegen(l->inputs, l->hashes, l->jit_target, l->name, l->options, "culink", l->cubin, elog, ilog);
+  if (r != CUDA_SUCCESS) {
+    write_log(l->err, l->err_size, elog);
+    return r;
+  }
+  write_log(l->info, l->info_size, ilog);
   *cubin = l->cubin.data();
   *size = l->cubin.size();
   return CUDA_SUCCESS;

@@ -392,3 +392,81 @@ TEST_CASE("a future minor version with larger records and unknown fields still r
   reseal(v13);
   CHECK_FALSE(package_view::parse(byte_span(v13), "v13.fpk"));
 }
+
+// Format 1.1 link groups (docs/format.md §4.1): relocatable PTX of one module JIT-linked together.
+TEST_CASE("link groups: written as format 1.1, read back, malformed groups refused by writer and reader") {
+  auto part = [](const std::string& file, std::uint16_t k, std::uint16_t n) {
+    entry_input e;
+    e.target = {entry_kind::ptx, 90, arch_variant::plain};
+    e.ptx_isa = {9, 0};
+    e.module_name = "rdc";
+    e.raw = read_artifact(file);
+    e.origin = file;
+    e.link_part = k;
+    e.link_parts = n;
+    return e;
+  };
+  std::vector<entry_input> entries = {make_entry("vadd.sm_90.cubin", {entry_kind::sass, 90, arch_variant::plain}),
+                                      part("rdc_kernel.compute_90.rdc.ptx", 0, 2),
+                                      part("rdc_device.compute_90.rdc.ptx", 1, 2)};
+  entries[0].module_name = "rdc";
+  pack_options o;
+  auto pkg = write_package("kernels", entries, o);
+  REQUIRE_MESSAGE(pkg, pkg.error().message);
+  auto pv = package_view::parse(byte_span(*pkg), "rdc.fpk");
+  REQUIRE_MESSAGE(pv, pv.error().message);
+  CHECK(pv->version_minor() == 1);
+  REQUIRE(pv->entries().size() == 3);
+  CHECK_FALSE(pv->entries()[0].in_link_group());
+  CHECK(pv->entries()[1].link_part == 0);
+  CHECK(pv->entries()[1].link_parts == 2);
+  CHECK(pv->entries()[1].selectable());
+  CHECK(pv->entries()[2].link_part == 1);
+  CHECK_FALSE(pv->entries()[2].selectable());
+  CHECK(pv->verify());
+
+  // Without a group the writer still writes 1.0 (a package v1.0 readers read exactly as before).
+  auto plain = write_package("kernels", {entries[0]}, o);
+  REQUIRE(plain);
+  CHECK(package_view::parse(byte_span(*plain), "plain.fpk")->version_minor() == 0);
+
+  SUBCASE("writer: a part out of order, a lone part, mixed targets, SASS in a group") {
+    auto swapped = entries;
+    std::swap(swapped[1], swapped[2]);
+    auto r = write_package("kernels", swapped, o);
+    REQUIRE_FALSE(r);
+    CHECK(contains(r.error().message, "does not follow part 0"));
+    auto lone = entries;
+    lone.pop_back();
+    r = write_package("kernels", lone, o);
+    REQUIRE_FALSE(r);
+    CHECK(contains(r.error().message, "runs past the last entry"));
+    auto mixed = entries;
+    mixed[2].ptx_isa = {8, 8};
+    r = write_package("kernels", mixed, o);
+    REQUIRE_FALSE(r);
+    CHECK(contains(r.error().message, "differs from part 0"));
+    std::vector<entry_input> sass = {entries[0], entries[1]};
+    sass[0].link_parts = 2;
+    sass[1].link_part = 1;
+    r = write_package("kernels", sass, o);
+    REQUIRE_FALSE(r);
+    CHECK(contains(r.error().message, "PTX entries only"));
+  }
+  SUBCASE("reader: a forged group (resealed tables) is refused naming the entry") {
+    using namespace layout;
+    const std::size_t e2 = header_size_v1 + 2 * entry_size_v1;
+    auto bad = *pkg;
+    put16(&bad[e2 + e_link_part], 0);  // two "first parts"
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "entry 2 (compute_90, module 'rdc'): expected part 1"));
+    bad = *pkg;
+    put16(&bad[e2 + e_link_parts], 1);
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "expected part 1 of the link group of 2"));
+    bad = *pkg;
+    put16(&bad[h_minor], 0);  // a v1.0 package must keep the fields zero
+    reseal(bad);
+    CHECK(contains(parse_error(bad).message, "reserved entry fields are not zero"));
+  }
+}

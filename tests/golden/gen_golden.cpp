@@ -7,6 +7,9 @@
 //   build/tests/golden/fatpack_gen_golden tests/golden/v1 build/tests/artifacts/vadd.sm_75.cubin \
 //     build/tests/artifacts/vadd.sm_90.cubin build/tests/artifacts/vadd.compute_90.ptx
 // The same small index seeds the index fuzzer's corpus (tests/fuzz/corpus/index/).
+// Format 1.1 (link groups, docs/format.md §4.1) has its own folder, tests/golden/v1.1/:
+//   build/tests/golden/fatpack_gen_golden --link-group tests/golden/v1.1 \
+//     build/tests/artifacts/rdc_kernel.compute_90.rdc.ptx build/tests/artifacts/rdc_device.compute_90.rdc.ptx
 #include "cache/entry.hpp"
 #include "cache/index.hpp"
 #include "cache/key.hpp"
@@ -53,7 +56,43 @@ std::string hex64(std::uint64_t v) {
 
 }  // namespace
 
+// tests/golden/v1.1/: one package (lz4) holding a link group of two relocatable PTX parts.
+int write_link_group(const std::string& dir, const char* kernel_ptx, const char* device_ptx) {
+  std::vector<core::entry_input> entries;
+  for (const char* path : {kernel_ptx, device_ptx}) {
+    auto in = core::import_input(core::byte_span(read(path)), path, "rdc");
+    if (!in) {
+      std::cerr << in.error().message << "\n";
+      return 1;
+    }
+    for (auto& e : *in) entries.push_back(std::move(e));
+  }
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    entries[k].link_part = static_cast<std::uint16_t>(k);
+    entries[k].link_parts = static_cast<std::uint16_t>(entries.size());
+  }
+  auto pkg = core::write_package("golden_link", entries, core::pack_options{});
+  if (!pkg) {
+    std::cerr << pkg.error().message << "\n";
+    return 1;
+  }
+  write(dir + "/package_link_group.fpk", *pkg);
+  std::ofstream manifest(dir + "/MANIFEST");
+  manifest << "# Written by tests/golden/gen_golden.cpp --link-group with the writers of fatpack (package format 1.1). "
+              "golden_test.cpp reads it.\n";
+  manifest << "package package_link_group.fpk golden_link " << entries.size() << "\n";
+  for (const auto& e : entries) {
+    std::string kernels;
+    for (const auto& k : e.kernels) kernels += (kernels.empty() ? "" : ",") + k;
+    manifest << "entry " << e.target.str() << " " << e.ptx_isa.str() << " lz4 " << e.module_name << " " << e.raw.size()
+             << " " << hex64(core::xxh3(core::byte_span(e.raw))) << " " << (kernels.empty() ? "-" : kernels) << " "
+             << e.link_part << "/" << e.link_parts << "\n";
+  }
+  return manifest.good() ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[1]) == "--link-group") return write_link_group(argv[2], argv[3], argv[4]);
   if (argc != 5) {
     std::cerr << "usage: fatpack_gen_golden OUTDIR SM75.cubin SM90.cubin COMPUTE90.ptx\n";
     return 2;

@@ -26,15 +26,16 @@ using bytes = std::vector<std::uint8_t>;
 namespace {
 
 const std::string dir = FATPACK_GOLDEN_DIR;
+const std::string dir_v1_1 = FATPACK_GOLDEN_V1_1_DIR;
 
-bytes read(const std::string& name) {
-  std::ifstream f(dir + "/" + name, std::ios::binary);
+bytes read(const std::string& name, const std::string& folder = dir) {
+  std::ifstream f(folder + "/" + name, std::ios::binary);
   REQUIRE_MESSAGE(f.good(), "cannot read golden file " << name);
   return bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-std::vector<std::vector<std::string>> manifest(const std::string& kind) {
-  std::ifstream f(dir + "/MANIFEST");
+std::vector<std::vector<std::string>> manifest(const std::string& kind, const std::string& folder = dir) {
+  std::ifstream f(folder + "/MANIFEST");
   REQUIRE(f.good());
   std::vector<std::vector<std::string>> out;
   std::string line;
@@ -120,6 +121,38 @@ TEST_CASE("golden v1 packages (codecs none, lz4, zstd) read back exactly") {
   // Every codec stores the same images.
   CHECK(raw_hashes["none"] == raw_hashes["lz4"]);
   CHECK(raw_hashes["none"] == raw_hashes["zstd"]);
+}
+
+TEST_CASE("golden v1.1 package with a link group reads back exactly") {
+  const auto lines = manifest("package", dir_v1_1);
+  REQUIRE(lines.size() == 3);
+  REQUIRE(lines[0][0] == "package");
+  const bytes b = read(lines[0][1], dir_v1_1);
+  auto pv = core::package_view::parse(core::byte_span(b), lines[0][1]);
+  REQUIRE_MESSAGE(pv, pv.error().message);
+  CHECK(pv->name() == lines[0][2]);
+  CHECK(pv->version_major() == 1);
+  CHECK(pv->version_minor() == 1);
+  CHECK(pv->verify());
+  REQUIRE(pv->entries().size() == std::stoul(lines[0][3]));
+  for (std::size_t k = 0; k < pv->entries().size(); ++k) {
+    const auto& w = lines[1 + k];
+    const auto& e = pv->entries()[k];
+    CAPTURE(k);
+    CHECK(e.target.str() == w[1]);
+    CHECK(e.ptx_isa.str() == w[2]);
+    CHECK(std::string(core::codec_name(e.codec)) == w[3]);
+    CHECK(e.module_name == w[4]);
+    CHECK(e.raw_size == std::stoull(w[5]));
+    std::string kernels;
+    for (auto kn : e.kernels) kernels += (kernels.empty() ? "" : ",") + std::string(kn);
+    CHECK((kernels.empty() ? "-" : kernels) == w[7]);
+    CHECK(std::to_string(e.link_part) + "/" + std::to_string(e.link_parts) == w[8]);
+    CHECK(e.selectable() == (k == 0));
+    auto raw = pv->decompress(k);
+    REQUIRE(raw);
+    CHECK(hex64(core::xxh3(core::byte_span(*raw))) == w[6]);
+  }
 }
 
 TEST_CASE("golden v1 cache entries decode to the cubin under their key") {

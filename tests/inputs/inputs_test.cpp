@@ -794,3 +794,60 @@ TEST_CASE("image_extent: real nvcc cubins, PTX and fatbins give their file size;
   CHECK(bad.error().message.find("section header table") != std::string::npos);
   CHECK_FALSE(image_extent(nullptr, 100).has_value());
 }
+
+// Separate compilation (nvcc -rdc=true): a relocatable cubin is not loadable as it is. rdc_kernel.cu
+// calls rdc_scale, defined in rdc_device.cu; rdc.sm_90.cubin is their nvcc -dlink -cubin output.
+TEST_CASE("relocatable cubins: recognised, their unresolved symbols named, refused by import and verify") {
+  const bytes kernel = art("rdc_kernel.sm_90.rdc.cubin"), device = art("rdc_device.sm_90.rdc.cubin"),
+              linked = art("rdc.sm_90.cubin");
+  auto k = parse_cubin(byte_span(kernel), "rdc_kernel.cubin");
+  REQUIRE_MESSAGE(k, k.error().message);
+  CHECK(k->relocatable);
+  CHECK(k->unresolved == std::vector<std::string>{"_Z9rdc_scalef"});  // weak __UFT/__UDT tables are not listed
+  CHECK(k->kernels == std::vector<std::string>{"rdc_saxpy"});
+  auto d = parse_cubin(byte_span(device), "rdc_device.cubin");
+  REQUIRE(d);
+  CHECK(d->relocatable);
+  CHECK(d->unresolved.empty());
+  CHECK(d->kernels.empty());  // a device function is not a kernel
+  auto l = parse_cubin(byte_span(linked), "rdc.cubin");
+  REQUIRE(l);
+  CHECK_FALSE(l->relocatable);
+  CHECK(l->unresolved.empty());
+  CHECK(l->kernels == std::vector<std::string>{"rdc_saxpy"});
+  CHECK(art("vadd.sm_90.cubin").size() > 0);
+  CHECK_FALSE(parse_cubin(byte_span(art("vadd.sm_90.cubin")), "vadd")->relocatable);
+
+  auto imported = import_input(byte_span(kernel), "rdc_kernel.sm_90.rdc.cubin", "rdc");
+  REQUIRE_FALSE(imported);
+  CHECK(imported.error().message.find("rdc_kernel.sm_90.rdc.cubin: relocatable cubin (sm_90") == 0);
+  CHECK(imported.error().message.find("unresolved symbols: _Z9rdc_scalef") != std::string::npos);
+  CHECK(imported.error().message.find("nvcc -dlink -cubin -arch=sm_90") != std::string::npos);
+  auto dev = import_input(byte_span(device), "rdc_device.sm_90.rdc.cubin", "rdc");
+  REQUIRE_FALSE(dev);  // nothing unresolved, still not linked
+  CHECK(dev.error().message.find("relocatable cubin") != std::string::npos);
+  CHECK(import_input(byte_span(linked), "rdc.sm_90.cubin", "rdc"));
+  CHECK(refuse_relocatable_cubin(byte_span(linked), "x"));
+  CHECK(refuse_relocatable_cubin(byte_span(text("not an ELF")), "x"));
+
+  // A package that holds one anyway (the writer does not look inside images): checksums pass, and
+  // verify_package_images (fatpack verify) refuses it naming the entry and the symbol.
+  entry_input e;
+  e.target = sass(90);
+  e.module_name = "rdc";
+  e.kernels = {"rdc_saxpy"};
+  e.raw = kernel;
+  e.origin = "rdc_kernel.sm_90.rdc.cubin";
+  entry_input ok = e;
+  ok.raw = linked;
+  ok.target = sass(80);  // any other target: one entry per target
+  auto pkg = write_package("rdcpkg", {ok, e}, pack_options{});
+  REQUIRE(pkg);
+  auto pv = package_view::parse(byte_span(*pkg), "rdc.fpk");
+  REQUIRE(pv);
+  CHECK(pv->verify());
+  auto st = verify_package_images(*pv);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().message.find("rdc.fpk: entry 1 (sm_90, module 'rdc'): relocatable cubin") == 0);
+  CHECK(st.error().message.find("_Z9rdc_scalef") != std::string::npos);
+}

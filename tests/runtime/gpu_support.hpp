@@ -47,6 +47,20 @@ inline std::vector<std::uint8_t> with_version(std::vector<std::uint8_t> ptx, con
   return std::vector<std::uint8_t>(s.begin(), s.end());
 }
 
+// Writes `entries` as package `name` and registers it (a failure ends the test run).
+inline void register_package(const std::string& name, const std::vector<fatpack::core::entry_input>& entries) {
+  auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
+  if (!pkg) {
+    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
+    std::exit(1);
+  }
+  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
+  if (!s) {
+    std::printf("FAIL: %s\n", s.error().what());
+    std::exit(1);
+  }
+}
+
 // Registers package `name` holding module `module` (default: `name`) built from artifacts ("file" or
 // "file@isa": PTX with its .version rewritten); its PTX entries record `ptx_options` (ptxas syntax).
 inline void add_package(const std::string& name, const std::vector<std::string>& items, std::string module = {},
@@ -67,16 +81,37 @@ inline void add_package(const std::string& name, const std::vector<std::string>&
       entries.push_back(std::move(e));
     }
   }
-  auto pkg = fatpack::core::write_package(name, entries, fatpack::core::pack_options{});
-  if (!pkg) {
-    std::printf("FAIL: write_package %s: %s\n", name.c_str(), pkg.error().message.c_str());
-    std::exit(1);
+  register_package(name, entries);
+}
+
+// Registers package `name` with module `name`: the link group of rdc_kernel.cu's and rdc_device.cu's
+// relocatable compute_90 PTX (docs/format.md §4.1), after (with `relocatable_cubin`) rdc_kernel.cu's
+// relocatable sm_90 cubin stored as it is, which import and pack refuse and the runtime must skip.
+inline void add_rdc_package(const std::string& name, bool relocatable_cubin) {
+  std::vector<fatpack::core::entry_input> entries;
+  if (relocatable_cubin) {
+    fatpack::core::entry_input e;
+    e.target = {fatpack::core::entry_kind::sass, 90, fatpack::core::arch_variant::plain};
+    e.module_name = name;
+    e.kernels = {"rdc_saxpy"};
+    e.raw = read_file("rdc_kernel.sm_90.rdc.cubin");
+    entries.push_back(std::move(e));
   }
-  auto s = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
-  if (!s) {
-    std::printf("FAIL: %s\n", s.error().what());
-    std::exit(1);
+  std::uint16_t part = 0;
+  for (const char* f : {"rdc_kernel.compute_90.rdc.ptx", "rdc_device.compute_90.rdc.ptx"}) {
+    auto bytes = read_file(f);
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), f, name);
+    if (!r) {
+      std::printf("FAIL: import %s: %s\n", f, r.error().message.c_str());
+      std::exit(1);
+    }
+    for (auto& e : r.value()) {
+      e.link_part = part++;
+      e.link_parts = 2;
+      entries.push_back(std::move(e));
+    }
   }
+  register_package(name, entries);
 }
 
 }  // namespace fatpack_gpu_test

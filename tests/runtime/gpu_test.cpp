@@ -12,9 +12,12 @@
 //   (e) a bare cubin handed in by the application loads and runs;
 //   (f) the package of (b) through the optional nvJitLink back end (cuLink if the library is absent);
 //   (g) a PTX entry that records -maxrregcount=32 (regs.cu, about 130 registers without it) is
-//       compiled within 32 registers (CU_FUNC_ATTRIBUTE_NUM_REGS), through cuLink and nvJitLink.
+//       compiled within 32 registers (CU_FUNC_ATTRIBUTE_NUM_REGS), through cuLink and nvJitLink;
 //   (h) kernels by C++ name (tests/kernels/names.cu, SASS and PTX, module and library): the real
-//       driver gets the mangled symbol, and the templated and overloaded kernels compute right.
+//       driver gets the mangled symbol, and the templated and overloaded kernels compute right;
+//   (i) separate compilation: a link group of two files' relocatable PTX (a kernel calling a
+//       __device__ function of the other file) JIT-linked by cuLink, and (j) by nvJitLink, runs right;
+//   (k) a relocatable sm_90 cubin before that group is refused by the runtime, and the group loads.
 // Each case prints the entry it chose and the JIT milliseconds. The driver's JIT cache is disabled
 // (CUDA_CACHE_DISABLE=1) so the JIT times are cold compiles.
 //
@@ -154,6 +157,49 @@ bool run_kernels(const cuda_calls& cu, const fatpack::module& m) {
   }
   EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
   std::printf("  kernels: vadd + saxpy on %d elements match the CPU (worst relative error %.3g)\n", n, worst);
+  return bad == 0;
+}
+
+// Launches rdc_saxpy (y = (2 * alpha * x + 1) + y, the 2x+1 from another file) from `m`; compares
+// with the CPU.
+bool run_rdc_kernel(const cuda_calls& cu, const fatpack::module& m) {
+  const int n = 1 << 20;
+  std::vector<float> x(n), y0(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::sin(0.001f * i) * 3.0f;
+    y0[i] = 0.25f * static_cast<float>(i % 97);
+  }
+  auto k = m.function("rdc_saxpy");
+  EXPECT(k.has_value(), "rdc_saxpy missing");
+  if (!k) return false;
+  CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
+  const pop_on_exit popper{cu};
+  const std::size_t bytes = sizeof(float) * n;
+  CUdeviceptr dx = 0, dy = 0;
+  CU(cu.mem_alloc(&dx, bytes));
+  CU(cu.mem_alloc(&dy, bytes));
+  CU(cu.htod(dx, x.data(), bytes));
+  CU(cu.htod(dy, y0.data(), bytes));
+  int nn = n;
+  float alpha = 1.75f;
+  void* args[] = {&alpha, &dx, &dy, &nn};
+  CU(cu.launch(reinterpret_cast<CUfunction>(*k), static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0, nullptr,
+               args, nullptr));
+  CU(cu.sync());
+  CU(cu.dtoh(y.data(), dy, bytes));
+  cu.mem_free(dx);
+  cu.mem_free(dy);
+  int bad = 0;
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const float want = (2.0f * (alpha * x[i]) + 1.0f) + y0[i];
+    const double e = std::fabs(y[i] - want) / std::max(1.0f, std::fabs(want));
+    worst = std::max(worst, e);
+    if (e > 1e-5) ++bad;
+  }
+  EXPECT(bad == 0, "%d of %d results differ from the CPU by more than 1e-5 (worst %.3g)", bad, n, worst);
+  std::printf("  kernel: rdc_saxpy (calling a __device__ function of another file) on %d elements matches the CPU "
+              "(worst relative error %.3g)\n", n, worst);
   return bad == 0;
 }
 
@@ -404,6 +450,43 @@ int main(int argc, char** argv) {
     auto lib = fatpack::load_library("gpu_names", o);
     EXPECT(lib.has_value(), "%s", lib ? "" : lib.error().what());
     if (m && lib) run_named_kernels(cu, m, &*lib);
+  }
+  add_rdc_package("gpu_rdc", false);
+  add_rdc_package("gpu_rdc_reloc", true);
+  std::printf("\n(i) separate compilation: relocatable PTX of two files, one link group -> cuLink links both\n");
+  {
+    auto m = load("gpu_rdc");
+    if (m) {
+      print_report("(i)", m.report());
+      EXPECT(m.report().jit && m.report().target.find("[2 linked parts]") != std::string::npos, "chose %s",
+             m.report().target.c_str());
+      run_rdc_kernel(cu, m);
+    }
+  }
+  std::printf("\n(j) the link group of (i) through nvJitLink\n");
+  {
+    fatpack::set_jit_backend(fatpack::jit_backend::nvjitlink);
+    auto m = load("gpu_rdc_reloc", fatpack::policy::force_ptx);  // another package: no in-process reuse of (h)
+    fatpack::set_jit_backend(fatpack::jit_backend::culink);
+    if (m) {
+      print_report("(j)", m.report());
+      std::printf("  (j): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
+      run_rdc_kernel(cu, m);
+    }
+  }
+  std::printf("\n(k) a relocatable sm_90 cubin (not device-linked) before that group -> refused, the group loads\n");
+  {
+    auto m = load("gpu_rdc_reloc");
+    if (m) {
+      print_report("(k)", m.report());
+      const auto& at = m.report().attempts;
+      if (h200) {
+        EXPECT(at.size() == 2 && !at[0].ok && at[0].message.find("relocatable cubin") != std::string::npos,
+               "the relocatable cubin was not refused first (%zu attempts)", at.size());
+        if (!at.empty()) std::printf("  (k): entry %zu %s: %s\n", at[0].entry, at[0].target.c_str(), at[0].message.c_str());
+      }
+      run_rdc_kernel(cu, m);
+    }
   }
 
   std::printf("\n%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);

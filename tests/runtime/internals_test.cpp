@@ -464,9 +464,9 @@ TEST_CASE("nvJitLink gets the same options in its syntax: -maxrregcount=32 limit
     return at == std::string::npos ? -1 : std::atoi(log.c_str() + at + 5);
   };
   bool unknown = false;
-  auto free_run = nvjitlink_compile(**lib, ptx, "regs", jit_options{}, 90, fatpack::core::arch_variant::plain, unknown);
+  auto free_run = nvjitlink_compile(**lib, {ptx}, "regs", jit_options{}, 90, fatpack::core::arch_variant::plain, unknown);
   REQUIRE_MESSAGE(free_run.has_value(), (free_run ? "" : free_run.error().message + "\n" + free_run.error().log));
-  auto limited = nvjitlink_compile(**lib, ptx, "regs", parse_jit_options("-maxrregcount=32 -O3 -lineinfo"), 90,
+  auto limited = nvjitlink_compile(**lib, {ptx}, "regs", parse_jit_options("-maxrregcount=32 -O3 -lineinfo"), 90,
                                    fatpack::core::arch_variant::plain, unknown);
   REQUIRE_MESSAGE(limited.has_value(), (limited ? "" : limited.error().message + "\n" + limited.error().log));
   INFO(free_run->info_log);

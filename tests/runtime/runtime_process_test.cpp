@@ -190,6 +190,34 @@ TEST_CASE("JIT counting across processes, and one JIT for two devices of one CC"
   CHECK(count_lines(log3) == 2);
 }
 
+TEST_CASE("nvJitLink back end links a link group of real relocatable PTX (separate compilation)") {
+  if (access(NVJITLINK_PATH, R_OK) != 0) {
+    MESSAGE("skipped: no " << NVJITLINK_PATH);
+    return;
+  }
+  // rdc_kernel.cu's kernel calls rdc_device.cu's rdc_scale: the real linker must resolve it.
+  auto group = entries_of("rdc", {"rdc_kernel.compute_90.rdc.ptx", "rdc_device.compute_90.rdc.ptx"});
+  for (std::size_t k = 0; k < group.size(); ++k) {
+    group[k].link_part = static_cast<std::uint16_t>(k);
+    group[k].link_parts = 2;
+  }
+  const auto both = package_file("proc_rdc", group);
+  auto lone = group[0];
+  lone.link_part = lone.link_parts = 0;
+  const auto alone = package_file("proc_rdc_alone", {lone});
+  auto r = probe({"--package", both, "load", "rdc"},
+                 fake({{"FATPACK_JIT_BACKEND", "nvjitlink"}, {"FATPACK_NVJITLINK", NVJITLINK_PATH}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("load rdc device=0 ok entry=0 target=compute_90 (PTX ISA 9.0) [2 linked parts] jit=1"));
+  CHECK(r.has("via nvjitlink 13."));
+  // The kernel's part alone: nvJitLink refuses the unresolved call (no fallback to cuLink, which
+  // would refuse it too), and the load fails instead of loading a module without rdc_scale.
+  auto a = probe({"--package", alone, "load", "rdc"},
+                 fake({{"FATPACK_JIT_BACKEND", "nvjitlink"}, {"FATPACK_NVJITLINK", NVJITLINK_PATH}}));
+  CHECK(a.has("load rdc error=jit_failed"));
+  CHECK(a.has("nvJitLinkComplete"));
+}
+
 TEST_CASE("nvJitLink back end: real SASS without the driver's JIT; cuLink for archs it does not know") {
   if (access(NVJITLINK_PATH, R_OK) != 0) {
     MESSAGE("skipped: no " << NVJITLINK_PATH);

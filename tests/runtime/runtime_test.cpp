@@ -625,6 +625,89 @@ TEST_CASE("a compressed SASS entry whose decoded bytes miss raw_xxh3 never reach
   CHECK(std::string(m.error().what()).find("raw data checksum mismatch") != std::string::npos);
 }
 
+// Separate compilation (nvcc -rdc=true; docs/format.md §4.1). rdc_kernel.cu's kernel calls
+// rdc_scale from rdc_device.cu: their relocatable PTX is a link group the JIT links with cuLink, and
+// the fake driver's cuLink refuses an extern no input defines, as nvlink does.
+namespace {
+
+std::vector<core::entry_input> rdc_group(const std::string& module, const std::string& device_tag = "") {
+  auto parts = entries_of(module, {"rdc_kernel.compute_90.rdc.ptx",
+                                   "rdc_device.compute_90.rdc.ptx" + (device_tag.empty() ? "" : "#" + device_tag)});
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    parts[k].link_part = static_cast<std::uint16_t>(k);
+    parts[k].link_parts = 2;
+  }
+  return parts;
+}
+
+}  // namespace
+
+TEST_CASE("separate compilation: a link group of relocatable PTX is JIT-linked as one module") {
+  auto bytes = make_package("rdcpkg", rdc_group("rdc_mod"));
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "rdcpkg").ok());
+  const int n0 = jit_count();
+  auto m = load("rdc_mod", 0);
+  CHECK(m.report().jit);
+  CHECK(m.report().target == "compute_90 (PTX ISA 9.0) [2 linked parts]");
+  CHECK(m.report().candidates.size() == 1);  // the group is one candidate
+  CHECK(m.function("rdc_saxpy").has_value());
+  CHECK(jit_count() == n0 + 1);  // one link of both parts
+
+  // One part alone is relocatable PTX with an unresolved call: the JIT refuses it with the
+  // linker's log, and the load fails naming the entry (never a module without rdc_scale).
+  auto alone = entries_of("rdc_alone", {"rdc_kernel.compute_90.rdc.ptx"});
+  auto b2 = make_package("rdcalone", alone);
+  REQUIRE(fatpack::add_package_memory(b2.data(), b2.size(), "rdcalone").ok());
+  auto bad = fatpack::load_module("rdc_alone");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code == fatpack::errc::jit_failed);
+  CHECK(bad.error().log.find("Undefined reference to '_Z9rdc_scalef'") != std::string::npos);
+}
+
+TEST_CASE("separate compilation: the JIT key covers every part of a link group") {
+  // Same first part, different second part: two compiles. A key of the first part alone would
+  // hand the second package the first one's SASS.
+  auto a = make_package("rdckey_a", rdc_group("rdckey_a", "second part a"));
+  auto b = make_package("rdckey_b", rdc_group("rdckey_b", "second part b"));
+  REQUIRE(fatpack::add_package_memory(a.data(), a.size(), "a").ok());
+  REQUIRE(fatpack::add_package_memory(b.data(), b.size(), "b").ok());
+  const int n0 = jit_count();
+  auto ma = load("rdckey_a", 0);
+  auto mb = load("rdckey_b", 0);
+  CHECK_FALSE(mb.report().jit_reused);
+  CHECK(jit_count() == n0 + 2);
+}
+
+TEST_CASE("separate compilation: a relocatable cubin is refused at load and the next candidate loads") {
+  // What pack and verify refuse, in a package made another way: the runtime must not hand it to the
+  // driver (which loads it and then finds no kernel), but fall to the link group.
+  core::entry_input reloc;
+  reloc.target = {core::entry_kind::sass, 90, core::arch_variant::plain};
+  reloc.module_name = "rdc_reloc";
+  reloc.kernels = {"rdc_saxpy"};
+  reloc.raw = read_file(artifact("rdc_kernel.sm_90.rdc.cubin"));
+  reloc.origin = "rdc_kernel.sm_90.rdc.cubin";
+  auto entries = rdc_group("rdc_reloc");
+  entries.insert(entries.begin(), reloc);
+  auto bytes = make_package("rdcreloc", entries);
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "rdcreloc").ok());
+  auto m = load("rdc_reloc", 0);
+  const auto& r = m.report();
+  REQUIRE(r.attempts.size() == 2);
+  CHECK(r.attempts[0].target == "sm_90");
+  CHECK_FALSE(r.attempts[0].ok);
+  CHECK(r.attempts[0].message.find("relocatable cubin") != std::string::npos);
+  CHECK(r.attempts[0].message.find("_Z9rdc_scalef") != std::string::npos);
+  CHECK(r.attempts[1].ok);
+  CHECK(r.jit);
+  CHECK(m.function("rdc_saxpy").has_value());
+  // A bare relocatable cubin handed in by the application is refused when it is added.
+  auto added = fatpack::add_image(reloc.raw.data(), reloc.raw.size(), "rdc_bare");
+  REQUIRE_FALSE(added.ok());
+  CHECK(added.error().message.find("relocatable cubin") != std::string::npos);
+  CHECK(added.error().message.find("_Z9rdc_scalef") != std::string::npos);
+}
+
 // Kernels by C++ name (docs/runtime.md "Kernels by name"): real nvcc output of tests/kernels/names.cu,
 // SASS and PTX (through the fake JIT), as a module, a library and through the C API. The fake driver
 // knows only the symbols (mangled names), as the real one does, so every success below means the

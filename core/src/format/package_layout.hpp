@@ -49,7 +49,10 @@ inline constexpr std::size_t e_options_size = 0x48;   // u32
 inline constexpr std::size_t e_kernels_offset = 0x4C; // u32
 inline constexpr std::size_t e_kernels_size = 0x50;   // u32
 inline constexpr std::size_t e_kernel_count = 0x54;   // u32
+inline constexpr std::size_t e_link_part = 0x58;      // u16, v1.1: this entry's part of its link group
+inline constexpr std::size_t e_link_parts = 0x5A;     // u16, v1.1: parts in the group; 0 = standalone
 inline constexpr std::size_t e_reserved = 0x58;       // up to entry_size: zero in v1.0
+inline constexpr std::size_t e_reserved_v1_1 = 0x5C;  // up to entry_size: zero in v1.1
 
 using le::get16;
 using le::get32;

@@ -5,6 +5,7 @@
 #include "fatpack/core/package.hpp"
 #include "fatpack/core/hex.hpp"
 
+#include "format/link_groups.hpp"
 #include "format/package_layout.hpp"
 
 #include <xxhash.h>
@@ -145,8 +146,14 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
     e.raw_xxh3 = get64(r + e_raw_xxh3);
     e.stored_xxh3 = get64(r + e_stored_xxh3);
     e.block_size = get32(r + e_block_size);
-    if (same_minor && (r[e_reserved0] != 0 || !all_zero(r + e_reserved, entry_size - e_reserved)))
+    // v1.0 reserves everything from 0x58; v1.1 uses 0x58..0x5B for the link group.
+    const std::size_t reserved_from = minor >= format_minor_link_groups ? e_reserved_v1_1 : e_reserved;
+    if (same_minor && (r[e_reserved0] != 0 || !all_zero(r + reserved_from, entry_size - reserved_from)))
       return ffail(errc::malformed, "reserved entry fields are not zero");
+    if (minor >= format_minor_link_groups) {
+      e.link_part = get16(r + e_link_part);
+      e.link_parts = get16(r + e_link_parts);
+    }
     if (e.payload_offset % payload_alignment || e.payload_offset < next_payload)
       return ffail(errc::malformed, "payload_offset " + std::to_string(e.payload_offset) +
                                         " is not 64-byte aligned or overlaps the tables or the previous payload");
@@ -208,6 +215,14 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
   }
   if (!all_zero(h + zero_from, std::size_t(total - zero_from)))
     return fail(errc::malformed, "padding at the end of the package is not zero");
+  {
+    std::vector<detail::link_member> members;
+    members.reserve(pv.entries_.size());
+    for (const auto& e : pv.entries_)
+      members.push_back({e.link_part, e.link_parts, e.target, e.ptx_isa, e.module_name, e.options});
+    if (auto bad = detail::check_link_groups(members); !bad.why.empty())
+      return fail(errc::malformed, pv.entries_[bad.entry].describe() + ": " + bad.why);
+  }
   return pv;
 }
 

@@ -3,6 +3,7 @@
 #include "fatpack/core/package_writer.hpp"
 
 #include "fatpack/core/package.hpp"
+#include "format/link_groups.hpp"
 #include "format/package_layout.hpp"
 #include "format/package_writer_impl.hpp"
 
@@ -63,17 +64,25 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   if (entries.size() > 1'000'000)
     return make_error(errc::invalid_argument, "package '" + name + "' has too many entries");
 
-  std::set<std::tuple<std::string, entry_kind, std::uint32_t, arch_variant, std::uint16_t, std::uint16_t>> seen;
+  std::set<std::tuple<std::string, entry_kind, std::uint32_t, arch_variant, std::uint16_t, std::uint16_t, std::uint16_t>>
+      seen;
+  bool link_groups = false;
+  std::vector<detail::link_member> members;
   for (const auto& e : entries) {
     if (e.module_name.empty())
       return make_error(errc::invalid_argument, e.origin + ": entry has an empty module name");
+    link_groups = link_groups || e.link_parts != 0;
+    members.push_back({e.link_part, e.link_parts, e.target, e.ptx_isa, e.module_name, e.options});
     auto key = std::make_tuple(e.module_name, e.target.kind, e.target.arch, e.target.variant, e.ptx_isa.major,
-                               e.ptx_isa.minor);
+                               e.ptx_isa.minor, e.link_part);
     if (!seen.insert(key).second)
       return make_error(errc::invalid_argument,
                         e.origin + ": module '" + e.module_name + "' already has an entry for " + e.target.str() +
                             (e.target.kind == entry_kind::ptx ? " (PTX ISA " + e.ptx_isa.str() + ")" : std::string()));
   }
+
+  if (auto bad = detail::check_link_groups(members); !bad.why.empty())
+    return make_error(errc::invalid_argument, entries[bad.entry].origin + ": " + bad.why);
 
   string_table strings;
   auto name_ref = strings.add(name);
@@ -134,7 +143,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   std::uint8_t* h = out.data();
   std::memcpy(h + h_magic, package_magic, sizeof package_magic);
   put16(h + h_major, format_major);
-  put16(h + h_minor, format_minor);
+  put16(h + h_minor, link_groups ? format_minor_link_groups : format_minor_plain);
   put32(h + h_header_size, header_size_v1);
   put64(h + h_total_size, total);
   put64(h + h_entry_offset, entry_offset);
@@ -170,6 +179,8 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put32(r + e_kernels_offset, p.kernels.first);
     put32(r + e_kernels_size, p.kernels.second);
     put32(r + e_kernel_count, p.kernel_count);
+    put16(r + e_link_part, e.link_part);
+    put16(r + e_link_parts, e.link_parts);
     if (!p.payload.empty()) std::memcpy(out.data() + payload_offsets[i], p.payload.data(), p.payload.size());
   }
   if (string_size) std::memcpy(out.data() + string_offset, strings.bytes().data(), std::size_t(string_size));

@@ -50,6 +50,8 @@ constexpr std::uint16_t em_cuda = 190;
 constexpr std::uint32_t sht_symtab = 2, sht_strtab = 3, sht_note = 7, sht_nobits = 8;
 constexpr std::uint32_t sht_nv_compat = 0x70000086;
 constexpr std::uint8_t stt_func = 2;
+constexpr std::uint8_t stb_global = 1;
+constexpr std::uint16_t et_rel = 1;
 constexpr std::uint8_t sto_cuda_entry = 0x10;
 constexpr std::uint32_t nt_nv_tkinfo = 2000;
 constexpr std::uint8_t compat_attr_arch_specific = 0x09;
@@ -120,6 +122,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
 
   cubin_info info;
   info.abi_version = p[8];
+  info.relocatable = get16(p + 16) == et_rel;
   const std::uint32_t e_flags = get32(p + 48);
   // ABI 8 (CUDA 12.8+) moved the SM to bits 8-15; ABI 7 and older keep it in the low byte.
   const std::uint32_t sm = info.abi_version >= 8 ? (e_flags >> 8) & 0xff : e_flags & 0xff;
@@ -220,12 +223,20 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
         const std::uint8_t* sym = p + s.offset + k * 24;
         const std::uint8_t st_info = sym[4], st_other = sym[5];
         const std::uint16_t st_shndx = get16(sym + 6);
-        if ((st_info & 0xf) != stt_func || !(st_other & sto_cuda_entry) || st_shndx == 0) continue;
+        // Undefined global symbols (weak ones, nvcc's __UFT/__UDT tables, may stay undefined).
+        const bool undefined_global = st_shndx == 0 && (st_info >> 4) == stb_global;
+        if (!undefined_global && ((st_info & 0xf) != stt_func || !(st_other & sto_cuda_entry) || st_shndx == 0)) continue;
         std::string_view name;
         if (!c_string(strtab, get32(sym), &name))
           return fail(errc::malformed, where + ": symbol " + std::to_string(k) + ": st_name " + hex(get32(sym)) +
                                            " is not a string inside its string table");
         if (name.empty()) continue;
+        // .nv.reservedSmem.* and the like: symbols the driver itself provides at load time.
+        if (undefined_global && name.rfind(".nv.", 0) == 0) continue;
+        if (undefined_global) {
+          if (info.unresolved.size() < 10000) info.unresolved.emplace_back(std::string(name));
+          continue;
+        }
         bool seen = false;
         for (const auto& kname : info.kernels) seen = seen || kname == name;
         if (!seen) info.kernels.emplace_back(std::string(name));
@@ -294,6 +305,26 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
   else if (tk_variant_found && tk_variant == arch_variant::family) info.target.variant = arch_variant::family;
   else if (!compat_has_attr && tk_variant_found) info.target.variant = tk_variant;
   return info;
+}
+
+error relocatable_cubin_error(const cubin_info& info, const std::string& where) {
+  std::string syms;
+  const std::size_t shown = std::min<std::size_t>(info.unresolved.size(), 8);
+  for (std::size_t i = 0; i < shown; ++i) syms += (i ? ", " : "") + info.unresolved[i];
+  if (info.unresolved.size() > shown) syms += " and " + std::to_string(info.unresolved.size() - shown) + " more";
+  return make_error(errc::unsupported,
+                    where + ": relocatable cubin (" + info.target.str() + ", nvcc -rdc=true/-dc output) that was not " +
+                        "device-linked" + (syms.empty() ? std::string() : "; unresolved symbols: " + syms) +
+                        ". The driver would load it and not find its kernels: link the relocatable cubins of one " +
+                        "module first (nvcc -dlink -cubin -arch=" + info.target.str() +
+                        " a.cubin b.cubin -o linked.cubin, or fatpack build with -rdc=true)");
+}
+
+status refuse_relocatable_cubin(byte_span image, const std::string& where) {
+  if (image.size < 64 || std::memcmp(image.data, "\x7f" "ELF", 4) != 0 || get16(image.data + 16) != et_rel) return {};
+  auto ci = parse_cubin(image, where);
+  if (!ci) return std::move(ci).error();
+  return relocatable_cubin_error(*ci, where);
 }
 
 }  // namespace fatpack::core

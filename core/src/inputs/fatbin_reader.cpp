@@ -334,6 +334,7 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
       if (t.kind == entry_kind::sass) {
         auto ci = parse_cubin(byte_span(raw), image_source);
         if (!ci) return std::move(ci).error();
+        if (ci->relocatable) return relocatable_cubin_error(*ci, image_source);  // an nvcc -dc object's fatbin
         if (ci->target.arch != t.arch)
           return fail(errc::malformed, where + ": the header says " + t.str() + " but the cubin's e_flags say sm_" +
                                            std::to_string(ci->target.arch));

@@ -91,6 +91,7 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
     case input_kind::cubin: {
       auto ci = parse_cubin(bytes, source);
       if (!ci) return std::move(ci).error();
+      if (ci->relocatable) return relocatable_cubin_error(*ci, src);
       entry_input e;
       e.target = ci->target;
       e.toolkit_version = ci->toolkit_version;

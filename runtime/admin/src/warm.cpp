@@ -108,11 +108,8 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
     it.package = j.pkg->name;
     it.module = j.module;
     it.target = j.target;
-    module_entries me;
-    me.package = j.pkg;
+    const module_entries me = entries_of_module(j.pkg, j.module);
     const auto& es = j.pkg->view.entries();
-    for (std::size_t i = 0; i < es.size(); ++i)
-      if (es[i].module_name == j.module) me.entries.push_back(i);
     // The device the runtime would see: a GPU of this CC, Tegra when the CC is a Tegra one, with
     // this driver.
     const module_selection ms = select_entries(me, j.target, core::is_tegra_arch(j.target), drv.version, pol);

@@ -339,11 +339,8 @@ warm_handle warm(const warm_options& options) {
   for (const auto& p : *ps) {
     if (!options.package.empty() && p->name != options.package) continue;
     for (const auto& m : p->modules) {
-      detail::module_entries me;
-      me.package = p;
+      const detail::module_entries me = detail::entries_of_module(p, m);
       const auto& es = p->view.entries();
-      for (std::size_t i = 0; i < es.size(); ++i)
-        if (es[i].module_name == m) me.entries.push_back(i);
       for (const auto& dev : (*ds)->devices) {
         if (options.device >= 0 && dev.ordinal != options.device) continue;
         auto sel = detail::select_entries(me, dev.arch, dev.tegra, dev.driver_version, pol);

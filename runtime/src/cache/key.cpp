@@ -42,6 +42,7 @@ code_key make_code_key(const jit_key& k) {
   c.text += "|src=" + k.ptx_target.str() + "@" + k.ptx_isa.str();
   c.text += "|cc=" + std::to_string(k.target_arch) + core::variant_suffix(k.target_variant);
   c.text += "|opt=" + k.options;
+  if (!k.link_parts.empty()) c.text += "|link=" + k.link_parts;
   return code_key_of_text(std::move(c.text));
 }
 

@@ -33,6 +33,10 @@ struct jit_key {
   std::string options;              // the options the JIT applies (core::jit_options::canonical)
   std::string backend = "culink";   // JIT path
   int driver_version = 0;           // cuDriverGetVersion
+  // A link group's other parts (docs/format.md §4.1): "<xxh3>:<size>" of parts 1..n-1, comma-separated,
+  // so the key covers every PTX that goes into the link; empty for a standalone entry (whose keys
+  // are then what they were before link groups existed).
+  std::string link_parts;
 
   // Canonical text of every field ("culink|ptx=...|..."): the in-process single-flight key.
   std::string str() const;

@@ -31,6 +31,11 @@ std::string trim_log(const char* buf, std::size_t cap) {
 
 result<jit_output> jit_link(const driver& d, core::byte_span ptx, std::string_view name, const jit_options& opts,
                             std::optional<std::uint32_t> target) {
+  return jit_link(d, std::vector<core::byte_span>{ptx}, name, opts, target);
+}
+
+result<jit_output> jit_link(const driver& d, const std::vector<core::byte_span>& ptx_parts, std::string_view name,
+                            const jit_options& opts, std::optional<std::uint32_t> target) {
   constexpr std::size_t log_size = 64 * 1024;
   auto info = std::make_unique<char[]>(log_size);
   auto err = std::make_unique<char[]>(log_size);
@@ -65,9 +70,15 @@ result<jit_output> jit_link(const driver& d, core::byte_span ptx, std::string_vi
   CUresult r = d.cuLinkCreate(static_cast<unsigned>(keys.size()), keys.data(), vals.data(), &ls.s);
   if (r != CUDA_SUCCESS) return fail(errc::jit_failed, "cuLinkCreate", r);
   stopwatch sw;
-  r = d.cuLinkAddData(ls.s, CU_JIT_INPUT_PTX, const_cast<std::uint8_t*>(ptx.data), ptx.size, what.c_str(), 0,
-                      nullptr, nullptr);
-  if (r != CUDA_SUCCESS) return fail(errc::jit_failed, "cuLinkAddData", r);
+  for (std::size_t k = 0; k < ptx_parts.size(); ++k) {
+    const std::string part = ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what;
+    r = d.cuLinkAddData(ls.s, CU_JIT_INPUT_PTX, const_cast<std::uint8_t*>(ptx_parts[k].data), ptx_parts[k].size,
+                        part.c_str(), 0, nullptr, nullptr);
+    if (r != CUDA_SUCCESS) {
+      const std::string call = ptx_parts.size() > 1 ? "cuLinkAddData (part " + std::to_string(k) + ")" : "cuLinkAddData";
+      return fail(errc::jit_failed, call.c_str(), r);
+    }
+  }
   void* cubin = nullptr;
   std::size_t cubin_size = 0;
   r = d.cuLinkComplete(ls.s, &cubin, &cubin_size);

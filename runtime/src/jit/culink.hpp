@@ -38,5 +38,9 @@ struct jit_output {
 // for CU_JIT_TARGET (90, or 0x10000 + 90 for sm_90a); nullopt targets the current context's device.
 result<jit_output> jit_link(const driver& d, core::byte_span ptx, std::string_view name, const jit_options& opts,
                              std::optional<std::uint32_t> target);
+// The same for a link group (docs/format.md §4.1): every part (each NUL-terminated) goes in with its
+// own cuLinkAddData, named "<name> part <k>", and cuLinkComplete resolves the calls between them.
+result<jit_output> jit_link(const driver& d, const std::vector<core::byte_span>& ptx_parts, std::string_view name,
+                            const jit_options& opts, std::optional<std::uint32_t> target);
 
 }  // namespace fatpack::detail

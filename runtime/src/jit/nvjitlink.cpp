@@ -91,9 +91,9 @@ const result<const nvjitlink_lib*>& load_nvjitlink() {
   return *loaded;
 }
 
-result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, core::byte_span ptx, std::string_view name,
-                                     const jit_options& opts, std::uint32_t arch, core::arch_variant variant,
-                                     bool& arch_unknown) {
+result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector<core::byte_span>& ptx_parts,
+                                     std::string_view name, const jit_options& opts, std::uint32_t arch,
+                                     core::arch_variant variant, bool& arch_unknown) {
   arch_unknown = false;
   auto create = reinterpret_cast<create_fn>(lib.fns[0]);
   auto destroy = reinterpret_cast<destroy_fn>(lib.fns[1]);
@@ -139,8 +139,11 @@ result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, core::byte_span p
   stopwatch sw;
   nvJitLinkResult r = create(&h, static_cast<std::uint32_t>(argv.size()), argv.data());
   if (r != k_success) return fail("nvJitLinkCreate", r);
-  r = add(h, NVJITLINK_INPUT_PTX, ptx.data, ptx.size, what.c_str());
-  if (r != k_success) return fail("nvJitLinkAddData", r);
+  for (std::size_t k = 0; k < ptx_parts.size(); ++k) {
+    const std::string part = ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what;
+    r = add(h, NVJITLINK_INPUT_PTX, ptx_parts[k].data, ptx_parts[k].size, part.c_str());
+    if (r != k_success) return fail("nvJitLinkAddData", r);
+  }
   r = complete(h);
   if (r != k_success) return fail("nvJitLinkComplete", r);
   std::size_t n = 0;

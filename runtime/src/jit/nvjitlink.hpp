@@ -31,8 +31,9 @@ const result<const nvjitlink_lib*>& load_nvjitlink();
 
 // Compiles NUL-terminated PTX for sm_<arch><variant>. `arch_unknown` is set when the library does not
 // know that architecture (the caller then uses cuLink).
-result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, core::byte_span ptx, std::string_view name,
-                                     const jit_options& opts, std::uint32_t arch, core::arch_variant variant,
-                                     bool& arch_unknown);
+// Several parts (a link group, docs/format.md §4.1) are added one by one and linked together.
+result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector<core::byte_span>& ptx_parts,
+                                     std::string_view name, const jit_options& opts, std::uint32_t arch,
+                                     core::arch_variant variant, bool& arch_unknown);
 
 }  // namespace fatpack::detail

@@ -96,6 +96,7 @@ std::string jit_key::str() const {
   s += "|src=" + ptx_target.str() + "@" + ptx_isa.str();
   s += "|cc=" + std::to_string(target_arch) + core::variant_suffix(target_variant);
   s += "|opt=" + options;
+  if (!link_parts.empty()) s += "|link=" + link_parts;
   s += "|drv=" + std::to_string(driver_version);
   return s;
 }
@@ -117,6 +118,10 @@ jit_key make_jit_key(const jit_request& req) {
   k.options = parse_jit_options(e.options).canonical();
   k.backend = jit_backend_in_use() == jit_backend::nvjitlink ? "nvjitlink" : "culink";
   k.driver_version = driver_version;
+  for (std::uint16_t part = 1; part < e.link_parts; ++part) {
+    const core::entry_info& p = req.package->view.entries().at(req.entry + part);
+    k.link_parts += (part > 1 ? "," : "") + core::hex16(p.raw_xxh3) + ":" + std::to_string(p.raw_size);
+  }
   return k;
 }
 
@@ -217,15 +222,22 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   const std::string name = req.module + ": " + describe_target(e);
   const std::uint32_t target = target_of(req);
   stopwatch sw;
-  // +1 for the NUL both JITs require. raw_size is bounded by the package reader (blocks and block
-  // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
-  std::vector<std::uint8_t> ptx(static_cast<std::size_t>(e.raw_size) + 1);
-  if (auto s = req.package->view.decompress_into(req.entry, ptx.data(), std::min(8u, os::hardware_threads())); !s) {
-    return s.error();  // bad_package with the fault (checksum, codec, ...) as its reason
+  // Every part of a link group (the reader checked that they follow the first one), else the entry.
+  const std::size_t parts = e.in_link_group() ? e.link_parts : 1;
+  std::vector<std::vector<std::uint8_t>> ptx(parts);
+  std::vector<core::byte_span> ptx_bytes;
+  for (std::size_t k = 0; k < parts; ++k) {
+    // +1 for the NUL both JITs require. raw_size is bounded by the package reader (blocks and block
+    // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
+    const std::size_t index = req.entry + k;
+    ptx[k].resize(static_cast<std::size_t>(req.package->view.entries().at(index).raw_size) + 1);
+    if (auto s = req.package->view.decompress_into(index, ptx[k].data(), std::min(8u, os::hardware_threads())); !s) {
+      return s.error();  // bad_package with the fault (checksum, codec, ...) as its reason
+    }
+    ptx[k].back() = 0;
+    ptx_bytes.emplace_back(ptx[k].data(), ptx[k].size());
   }
-  ptx.back() = 0;
   decompress_ms = sw.ms();
-  const core::byte_span ptx_bytes(ptx.data(), ptx.size());
   const jit_options opts = parse_jit_options(e.options);
   // Options the JIT is not given are said, in the compile's info log and once as a warning.
   auto say_dropped = [&](result<jit_output> out) {
@@ -566,6 +578,18 @@ result<jit_result> jit_service::wait(const std::shared_ptr<jit_task>& t) {
   return r;
 }
 
+namespace {
+
+// check_stored for the request's entry and, for a link group, each of its other parts.
+status check_stored_parts(const jit_request& req) {
+  const auto& e = req.package->view.entries().at(req.entry);
+  for (std::size_t k = 0; k < std::max<std::size_t>(1, e.link_parts); ++k)
+    if (auto s = req.package->view.check_stored(req.entry + k); !s) return s;
+  return {};
+}
+
+}  // namespace
+
 bool jit_task_done(const std::shared_ptr<jit_task>& t) {
   if (!usable_in_this_process(*t->req.drv)) return true;  // a fork() child: wait() says why
   std::lock_guard<std::mutex> lock(t->mu);
@@ -577,7 +601,7 @@ result<jit_result> jit_service::compile(const jit_request& req) {
   // The key comes from the entry table; a hit (in memory or on disk) never decodes the payload. So
   // check its stored bytes here, or a package `verify` refuses would load (its payload damaged, its
   // table intact). One XXH3 pass over the stored (compressed) PTX.
-  if (auto s = req.package->view.check_stored(req.entry); !s) return s.error();
+  if (auto s = check_stored_parts(req); !s) return s.error();
   std::shared_ptr<jit_task> t;
   try {
     bool created = false;
@@ -591,7 +615,7 @@ result<jit_result> jit_service::compile(const jit_request& req) {
 
 result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
   if (auto s = usable_in_this_process(*req.drv); !s) return s.error();
-  if (auto s = req.package->view.check_stored(req.entry); !s) return s.error();  // as compile()
+  if (auto s = check_stored_parts(req); !s) return s.error();  // as compile()
   try {
     bool created = false;
     auto t = get_or_create(req, created);

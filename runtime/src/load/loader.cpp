@@ -8,6 +8,7 @@
 #include "load/selection.hpp"
 
 #include "fatpack/core/codec.hpp"
+#include "fatpack/core/input.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -202,6 +203,13 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         image = raw ? raw->data() : nullptr;
       }
       a.decompress_ms = sw.ms();
+      // A relocatable cubin (nvcc -rdc without a device link) loads and then finds no kernel: the
+      // next candidate instead (pack and verify refuse one; a package from elsewhere may hold one).
+      if (bad.empty())
+        if (auto s = core::refuse_relocatable_cubin(core::byte_span(image, std::size_t(e.raw_size)),
+                                                    std::string(me.package->view.source()) + ": " + e.describe());
+            !s)
+          bad = s.error().message;
       if (!bad.empty()) {
         a.message = std::move(bad);
         rep.attempts.push_back(std::move(a));
@@ -275,6 +283,10 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     rep.jit_reused = a.jit_reused;
     rep.jit_path = a.jit_path;
     st->kernels.assign(e.kernels.begin(), e.kernels.end());
+    for (std::uint16_t part = 1; part < e.link_parts; ++part) {  // a link group's kernels are all its parts'
+      const auto& more = entries.at(c.entry + part).kernels;
+      st->kernels.insert(st->kernels.end(), more.begin(), more.end());
+    }
     add_up_phases(rep);
     rep.total_ms = total.ms();
     log_line(log_level::info, rep.trace());

@@ -58,6 +58,8 @@ error from_core(const core::error& e) {
 void index_modules(registered_package& p) {
   const auto& es = p.view.entries();
   for (std::size_t i = 0; i < es.size(); ++i) {
+    // A link group is one candidate: its first part stands for it (the JIT takes every part).
+    if (!es[i].selectable()) continue;
     auto it = std::find(p.modules.begin(), p.modules.end(), es[i].module_name);
     if (it == p.modules.end()) {
       p.modules.emplace_back(es[i].module_name);
@@ -477,6 +479,14 @@ result<module_entries> registry::find_module_locked(std::string_view module, std
   return error{errc::not_found, 0, std::move(msg), {}};
 }
 
+module_entries entries_of_module(const package_ptr& package, std::string_view module) {
+  module_entries me;
+  me.package = package;
+  for (std::size_t i = 0; i < package->modules.size(); ++i)
+    if (package->modules[i] == module) me.entries = package->module_entries[i];
+  return me;
+}
+
 result<std::vector<package_ptr>> registry::packages() {
   for (int attempt = 1;; ++attempt) {
     std::vector<package_ptr> all;
@@ -534,6 +544,7 @@ result<module_entries> registry::find_module(std::string_view module, std::strin
 std::string describe_target(const core::entry_info& e) {
   std::string s = e.target.str();
   if (e.target.kind == core::entry_kind::ptx && e.ptx_isa.known()) s += " (PTX ISA " + e.ptx_isa.str() + ")";
+  if (e.in_link_group()) s += " [" + std::to_string(e.link_parts) + " linked parts]";
   return s;
 }
 

@@ -58,7 +58,8 @@ struct registered_package {
   core::package_view view;             // views into the bytes kept alive by `keep`
   std::shared_ptr<const void> keep;    // owned copy (file, copied memory, image); null for embedded / borrowed bytes
   std::vector<std::string> modules;    // distinct module names, in entry order
-  std::vector<std::vector<std::size_t>> module_entries;  // the entries of modules[i], in order
+  // The candidates of modules[i], in order: its entries except the later parts of a link group.
+  std::vector<std::vector<std::size_t>> module_entries;
   std::array<std::uint8_t, core::header_size_v1> header{};  // the package's first bytes (zero-padded)
   bool embedded = false;               // found through a record (note, section or registered)
   bool from_note = false;              // found through a note (walked again after loads/unloads)
@@ -75,6 +76,9 @@ struct module_entries {
   package_ptr package;
   std::vector<std::size_t> entries;
 };
+// The candidates of `module` in `package`, in entry order: every entry of the module except the
+// later parts of a link group, which its first part stands for (the JIT takes every part).
+module_entries entries_of_module(const package_ptr& package, std::string_view module);
 
 class registry {
  public:

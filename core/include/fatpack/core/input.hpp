@@ -30,7 +30,25 @@ struct cubin_info {
   std::uint64_t image_size = 0;             // bytes the ELF spans (headers, sections, tables)
   std::vector<std::uint8_t> nv_compat;      // the .nv.compat section (empty if none); write_fatbin
                                             // copies it into sm_100+ entry headers as fatbinary does
+  // e_type ET_REL: nvcc -rdc=true / -dc output before the device link (nvlink). The driver loads
+  // such a cubin without complaint, but its calls across files are unresolved and its kernels are
+  // not found (cuModuleGetFunction: CUDA_ERROR_NOT_FOUND), so no fatpack reader accepts one.
+  bool relocatable = false;
+  // Global (not weak) symbols without a defining section: what a device link must supply
+  // ("_Z5scalef"), in symbol-table order.
+  std::vector<std::string> unresolved;
 };
+// The error for a relocatable cubin, naming `where` and its unresolved symbols (errc::unsupported).
+error relocatable_cubin_error(const cubin_info& info, const std::string& where);
+// For a SASS image about to be stored or loaded: an error (relocatable_cubin_error, or the parse
+// error of a malformed one) when it is an ELF of e_type ET_REL; success for anything else, which is
+// left to the reader that would handle it (a damaged ELF header is the driver's to refuse).
+status refuse_relocatable_cubin(byte_span image, const std::string& where);
+
+class package_view;
+// `fatpack verify`'s check of one package: package_view::verify (every payload and checksum), then
+// refuse_relocatable_cubin for every SASS entry (a relocatable cubin passes every checksum).
+status verify_package_images(const package_view& pkg);
 // Validates the ELF structure it reads (every offset checked); `source` names it in errors.
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
 

@@ -19,7 +19,11 @@ namespace fatpack::core {
 
 inline constexpr std::uint8_t package_magic[8] = {0x89, 'F', 'P', 'K', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t format_major = 1;
-inline constexpr std::uint16_t format_minor = 0;
+inline constexpr std::uint16_t format_minor = 1;  // 1.1: link groups (docs/format.md §4.1)
+// What writers put in version_minor: 0 unless the package holds a link group, so that a package
+// without one stays byte-identical to what v1.0 writers wrote.
+inline constexpr std::uint16_t format_minor_plain = 0;
+inline constexpr std::uint16_t format_minor_link_groups = 1;
 inline constexpr std::uint32_t header_size_v1 = 128;
 inline constexpr std::uint32_t entry_size_v1 = 128;
 inline constexpr std::uint32_t payload_alignment = 64;
@@ -39,6 +43,14 @@ struct entry_info {
   std::string_view module_name;       // views into the package bytes
   std::string_view options;           // JIT/ptxas options the entry was built with (may be empty)
   std::vector<std::string_view> kernels;
+  // Link group (format 1.1, docs/format.md §4.1): link_parts 0 for a standalone entry; otherwise this
+  // entry is part link_part of link_parts consecutive relocatable PTX entries that are JIT-linked
+  // together as one module. Selection sees the group as its first part.
+  std::uint16_t link_part = 0;
+  std::uint16_t link_parts = 0;
+  bool in_link_group() const { return link_parts != 0; }
+  // Whether selection lists this entry: a standalone entry or the first part of a group.
+  bool selectable() const { return link_part == 0; }
 
   // "entry 3 (sm_90 sass)": how errors name an entry.
   std::string describe() const;

@@ -21,6 +21,10 @@ struct entry_input {
   std::vector<std::string> kernels;
   std::vector<std::uint8_t> raw;
   std::string origin;  // where it came from ("k.cubin", "app.fatbin: entry 2"), for messages only
+  // Link group (docs/format.md §4.1): 0/0 for a standalone entry; part k of n relocatable PTX images
+  // that the runtime JIT-links together. A group's parts are given consecutively, in part order.
+  std::uint16_t link_part = 0;
+  std::uint16_t link_parts = 0;
 };
 
 struct pack_options {
@@ -30,7 +34,7 @@ struct pack_options {
 };
 
 // Builds a package. Entries are written in the given order. Fails on duplicate (target, ptx_isa,
-// module) entries, a name longer than the format allows, or a compression error.
+// module, link part) entries, a malformed link group, a name longer than the format allows, or a compression error.
 // Links zstd's encoder (package_writer_zstd.cpp): for the CLI and other writers.
 result<std::vector<std::uint8_t>> write_package(const std::string& name, const std::vector<entry_input>& entries,
                                                 const pack_options& options);
