@@ -163,9 +163,8 @@ command_runner add_build_command(CLI::App& app) {
         nvcc_args.push_back(a);
       }
     }
-    if (lto)
-      throw usage_error{"-dlto after '--': LTO-IR is not packed yet; build with -rdc=true alone (the device link "
-                        "happens at build time for SASS and in the driver's JIT for PTX)"};
+    if (lto && !rdc)
+      throw usage_error{"-dlto after '--' needs -rdc=true (or -dc) too: LTO-IR is packed for separate compilation"};
     if (!rdc && !o->module.empty()) throw usage_error{"--module needs -rdc=true after '--' (without it each source is a module)"};
     const std::string package_name = o->name.empty() ? default_package_name(o->output) : o->name;
     const std::string rdc_module = o->module.empty() ? package_name : o->module;
@@ -189,6 +188,25 @@ command_runner add_build_command(CLI::App& app) {
         jobs.push_back(std::move(j));
       }
     }
+    // With -dlto: each source's LTO-IR (nvcc -ltoir -dlto) for every PTX target too, lto_XY beside
+    // compute_XY; the runtime links them with nvJitLink (docs/selection.md). The SASS stays the
+    // non-LTO device link below: nvcc -dlink -dlto needs nvlink's LTO library, which fails where it
+    // is absent ("elfLink linker library load error"), and a build must not depend on it.
+    std::vector<job> lto_jobs;
+    if (lto) {
+      for (const auto& j : jobs) {
+        if (j.target.kind != core::entry_kind::ptx) continue;
+        job l;
+        l.source = j.source;
+        l.target = core::target{core::entry_kind::ltoir, j.target.arch, j.target.variant};
+        l.output = tmp.path() + "/" + std::to_string(jobs.size() + lto_jobs.size()) + ".ltoir";
+        l.argv = {o->nvcc, "-ltoir", "-dlto", "-rdc=true", "-arch=" + core::sm_name(j.target.arch, j.target.variant),
+                  "-o", l.output, j.source};
+        for (const auto& a : nvcc_args) l.argv.push_back(a);
+        lto_jobs.push_back(std::move(l));
+      }
+    }
+    jobs.insert(jobs.end(), lto_jobs.begin(), lto_jobs.end());
     if (!run_jobs(jobs, threads, o->verbose, tmp.path(), "nvcc")) return exit_failure;
 
     std::vector<job> links;
@@ -208,13 +226,36 @@ command_runner add_build_command(CLI::App& app) {
     }
 
     std::vector<core::entry_input> entries;
+    // One source's LTO-IR as an entry. Nothing here reads NVVM's LTO-IR: its kernels are those of the
+    // same source's PTX for the same target (compiled from the same source by the same nvcc).
+    auto ltoir_entry = [&](std::vector<std::uint8_t> bytes, const job& j,
+                           const std::string& module) -> core::result<std::vector<core::entry_input>> {
+      const core::target ptx_target{core::entry_kind::ptx, j.target.arch, j.target.variant};
+      for (const auto& p : jobs) {
+        if (p.source != j.source || !(p.target == ptx_target)) continue;
+        auto ptx = read_file(p.output);
+        if (!ptx) return ptx.error();
+        auto from_ptx = core::import_input(core::byte_span(*ptx), p.source + " (" + p.target.str() + ")", module);
+        if (!from_ptx) return from_ptx.error();
+        core::entry_input e;
+        e.target = j.target;
+        e.module_name = module;
+        e.origin = j.source + " (" + j.target.str() + ")";
+        for (const auto& k : *from_ptx) e.kernels.insert(e.kernels.end(), k.kernels.begin(), k.kernels.end());
+        e.raw = std::move(bytes);
+        return std::vector<core::entry_input>{std::move(e)};
+      }
+      return fatpack::error{fatpack::errc::invalid_argument, 0, j.source + ": no PTX job for " + j.target.str(), {}};
+    };
     auto import = [&](const job& j, const std::string& module) {
       auto bytes = read_file(j.output);
       if (!bytes) {
         print_error(bytes.error().message);
         return false;
       }
-      auto imported = core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")", module);
+      auto imported = j.target.kind == core::entry_kind::ltoir
+                          ? ltoir_entry(std::move(*bytes), j, module)
+                          : core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")", module);
       if (!imported) {
         print_error(imported.error().message);
         return false;
@@ -223,7 +264,7 @@ command_runner add_build_command(CLI::App& app) {
         e.toolkit_version = std::uint32_t(toolkit);
         // nvcc records an/f target only where it can; the requested target is authoritative.
         e.target.variant = j.target.variant;
-        if (e.target.kind == core::entry_kind::ptx) e.options = jit_options;
+        if (e.target.kind != core::entry_kind::sass) e.options = jit_options;
         entries.push_back(std::move(e));
       }
       return true;
@@ -238,6 +279,11 @@ command_runner add_build_command(CLI::App& app) {
           if (l.target == t && !import(l, rdc_module)) return exit_failure;
         for (const auto& j : jobs)
           if (j.target == t && t.kind == core::entry_kind::ptx && !import(j, rdc_module)) return exit_failure;
+        // The LTO-IR group of this PTX target after its PTX group (selection ranks them, not the order).
+        for (const auto& j : jobs)
+          if (j.target.kind == core::entry_kind::ltoir && t.kind == core::entry_kind::ptx && j.target.arch == t.arch &&
+              j.target.variant == t.variant && !import(j, rdc_module))
+            return exit_failure;
       }
       form_link_groups(entries);
     }

@@ -31,8 +31,9 @@ std::string module_name_of(const std::string& path) { return default_package_nam
 
 std::size_t form_link_groups(std::vector<core::entry_input>& entries) {
   auto same_group = [](const core::entry_input& a, const core::entry_input& b) {
-    return a.target.kind == core::entry_kind::ptx && b.target.kind == core::entry_kind::ptx &&
-           a.module_name == b.module_name && a.target == b.target && a.ptx_isa == b.ptx_isa;
+    // PTX or LTO-IR (target == target includes the kind): both are linked at run time.
+    return a.target.kind != core::entry_kind::sass && a.module_name == b.module_name && a.target == b.target &&
+           a.ptx_isa == b.ptx_isa;
   };
   std::vector<core::entry_input> out;
   std::vector<bool> taken(entries.size(), false);

@@ -430,8 +430,24 @@ rdc)
   json "assert [x['module'] for x in d['packages'][0]['entries']]==['kernels', 'kernels']"
   run 2 "$fatpack" build -o x.fpk --arch 90-real --module m "$k"
   expect_in err.txt "--module needs -rdc=true"
-  run 2 "$fatpack" build -o x.fpk --arch 90-real "$k" "$d" -- -rdc=true -dlto
-  expect_in err.txt "LTO-IR is not packed yet"
+  run 2 "$fatpack" build -o x.fpk --arch 90-real "$k" "$d" -- -dlto
+  expect_in err.txt "-dlto after '--' needs -rdc=true"
+  # -dlto: per PTX target an LTO-IR group (nvcc -ltoir -dlto) beside the PTX group, with its kernels;
+  # the SASS is the device link. plan: LTO-IR with an nvJitLink that knows the CC, else the PTX.
+  run 0 "$fatpack" build -o lto.fpk --arch 90 "$k" "$d" -- -rdc=true -dlto
+  run 0 "$fatpack" inspect --json lto.fpk
+  json "e=d['packages'][0]['entries']; t=[(x['target'], (x['link'] or {}).get('parts', 0)) for x in e]; assert t==[('sm_90',0),('compute_90',2),('compute_90',2),('lto_90',2),('lto_90',2)], t; assert e[3]['kernels']==e[1]['kernels'] and e[3]['kernels'], e"
+  run 0 "$fatpack" verify lto.fpk
+  run 0 "$fatpack" plan --gpu 90,100,130 --nvjitlink 13.0 --driver 13.0 lto.fpk
+  expect_in out.txt "nvJitLink 13\.0, policy prefer_sass"
+  expect_in out.txt "chosen    entry 3   lto_90 \[2 parts\] +lto_90 LTO-IR links for CC 10\.0 through nvJitLink 13\.0"
+  expect_in out.txt "lto_90 LTO-IR: nvJitLink 13\.0 cannot link for CC 13\.0"
+  expect_in out.txt "ranked below sm_90: SASS loads without a link, so it ranks before LTO-IR"
+  run 0 "$fatpack" plan --gpu 100 lto.fpk
+  expect_in out.txt "no nvJitLink \(LTO-IR refused; pass --nvjitlink 13\.0\)"
+  expect_in out.txt "chosen    entry 1   compute_90"
+  run 2 "$fatpack" plan --gpu 100 --nvjitlink 12.8 lto.fpk
+  expect_in err.txt "nvJitLink 13\.0 or newer"
   # Without -rdc the kernel's call cannot be resolved: nvcc's own error.
   run 1 "$fatpack" build -o x.fpk --arch 90-real "$k"
   expect_in err.txt "nvcc failed for sm_90"
