@@ -367,6 +367,7 @@ function(fatpack_add_kernels target)
   endif()
   # -rdc=true: separate compilation (docs/cmake.md): every source into one module, device-linked.
   set(rdc FALSE)
+  set(lto FALSE)
   set(nvcc_options "")
   foreach(opt IN LISTS arg_NVCC_OPTIONS)
     if(opt MATCHES "^(-arch|--gpu-architecture|-gencode|--generate-code|-code|--gpu-code)([= ]|$)")
@@ -377,9 +378,13 @@ function(fatpack_add_kernels target)
       set(rdc TRUE)
       continue()
     endif()
-    if(opt MATCHES "^(-dlto|--dlink-time-opt|-rdc=false|--relocatable-device-code=false)$")
+    if(opt MATCHES "^(-dlto|--dlink-time-opt)$")
+      set(lto TRUE)
+      continue()
+    endif()
+    if(opt MATCHES "^(-rdc=false|--relocatable-device-code=false)$")
       message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS '${opt}' is not supported: separate "
-        "compilation is -rdc=true (LTO-IR is not packed yet).")
+        "compilation is -rdc=true.")
     endif()
     if(opt MATCHES "^(-c|--compile|-cubin|-ptx|-fatbin|-o|--output-file|-rdc|--relocatable-device-code.*|-dc|--device-c|-dlink|--device-link)$")
       message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS must not set the compilation mode or "
@@ -388,6 +393,10 @@ function(fatpack_add_kernels target)
     endif()
     list(APPEND nvcc_options "${opt}")
   endforeach()
+  if(lto AND NOT rdc)
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS -dlto needs -rdc=true too (LTO-IR is "
+      "packed for separate compilation).")
+  endif()
   if(DEFINED arg_MODULE AND NOT rdc)
     message(FATAL_ERROR "fatpack_add_kernels(${target}): MODULE needs NVCC_OPTIONS -rdc=true (without it each "
       "source is its own module, named after the file).")
@@ -511,6 +520,21 @@ function(fatpack_add_kernels target)
         VERBATIM)
       if(NOT (gpu MATCHES "^sm_" AND rdc))
         list(APPEND inputs "${out}")
+      endif()
+      if(lto AND gpu MATCHES "^compute_")
+        # -dlto: this source's LTO-IR beside its PTX, named STEM.lto_XY.ltoir so that `fatpack pack`
+        # takes its target from the name and its kernels from STEM.compute_XY.ptx (docs/cli.md "pack").
+        string(REGEX REPLACE "^compute_" "lto_" lto_gpu "${gpu}")
+        string(REGEX REPLACE "^compute_" "sm_" sm_gpu "${gpu}")
+        set(lto_out "${out_dir}/${module}.${lto_gpu}.ltoir")
+        file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${lto_out}")
+        add_custom_command(OUTPUT "${lto_out}"
+          COMMAND "${nvcc}" -ltoir -dlto -arch=${sm_gpu} ${nvcc_flags} -MD -MT "${lto_out}" -MF "${lto_out}.d" -o "${lto_out}" "${src}"
+          DEPENDS "${src}"
+          DEPFILE "${lto_out}.d"
+          COMMENT "fatpack: nvcc -dlto ${module} -> ${lto_gpu} LTO-IR (${shown})"
+          VERBATIM)
+        list(APPEND inputs "${lto_out}")
       endif()
     endforeach()
   endforeach()

@@ -226,24 +226,15 @@ command_runner add_build_command(CLI::App& app) {
     }
 
     std::vector<core::entry_input> entries;
-    // One source's LTO-IR as an entry. Nothing here reads NVVM's LTO-IR: its kernels are those of the
-    // same source's PTX for the same target (compiled from the same source by the same nvcc).
-    auto ltoir_entry = [&](std::vector<std::uint8_t> bytes, const job& j,
-                           const std::string& module) -> core::result<std::vector<core::entry_input>> {
+    // One source's LTO-IR as an entry, its kernels from the same source's PTX for the same arch.
+    auto ltoir_of = [&](std::vector<std::uint8_t> bytes, const job& j,
+                        const std::string& module) -> core::result<std::vector<core::entry_input>> {
       const core::target ptx_target{core::entry_kind::ptx, j.target.arch, j.target.variant};
       for (const auto& p : jobs) {
         if (p.source != j.source || !(p.target == ptx_target)) continue;
-        auto ptx = read_file(p.output);
-        if (!ptx) return ptx.error();
-        auto from_ptx = core::import_input(core::byte_span(*ptx), p.source + " (" + p.target.str() + ")", module);
-        if (!from_ptx) return from_ptx.error();
-        core::entry_input e;
-        e.target = j.target;
-        e.module_name = module;
-        e.origin = j.source + " (" + j.target.str() + ")";
-        for (const auto& k : *from_ptx) e.kernels.insert(e.kernels.end(), k.kernels.begin(), k.kernels.end());
-        e.raw = std::move(bytes);
-        return std::vector<core::entry_input>{std::move(e)};
+        auto e = ltoir_entry(std::move(bytes), j.target, p.output, module, j.source + " (" + j.target.str() + ")");
+        if (!e) return e.error();
+        return std::vector<core::entry_input>{std::move(*e)};
       }
       return fatpack::error{fatpack::errc::invalid_argument, 0, j.source + ": no PTX job for " + j.target.str(), {}};
     };
@@ -254,7 +245,7 @@ command_runner add_build_command(CLI::App& app) {
         return false;
       }
       auto imported = j.target.kind == core::entry_kind::ltoir
-                          ? ltoir_entry(std::move(*bytes), j, module)
+                          ? ltoir_of(std::move(*bytes), j, module)
                           : core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")", module);
       if (!imported) {
         print_error(imported.error().message);

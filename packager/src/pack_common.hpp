@@ -28,6 +28,12 @@ std::string module_name_of(const std::string& path);
 // order. Returns the number of groups made.
 std::size_t form_link_groups(std::vector<core::entry_input>& entries);
 
+// An LTO-IR entry (nvcc -ltoir -dlto output, `bytes`) of `target` (lto_XY) and `module`. Nothing here
+// reads NVVM's LTO-IR, so its kernels are those of `ptx_path`, the PTX of the same source for the
+// same arch (compute_XY), which nvcc made from the same source.
+result<core::entry_input> ltoir_entry(std::vector<std::uint8_t> bytes, const core::target& target,
+                                      const std::string& ptx_path, const std::string& module, const std::string& origin);
+
 // The ptxas options to record on PTX entries compiled with the nvcc arguments after '--'
 // (core::ptxas_options_from_nvcc); a bad value there is a usage error (thrown) naming it.
 std::string jit_options_from_passthrough();

@@ -466,6 +466,18 @@ rdc)
   expect_in err.txt "already has an entry for compute_90"
   run 0 "$fatpack" extract -o ex l.fpk
   [ -s ex/m.compute_90.part0.ptx ] && [ -s ex/m.compute_90.part1.ptx ] || { ls ex; fail "extract did not name the parts"; }
+  # LTO-IR (nvcc -ltoir -dlto) packed by hand, as the CMake macro does: STEM.lto_90.ltoir takes its
+  # target from its name and its kernels from STEM.compute_90.ptx among the inputs.
+  cp "$art/rdc_kernel.lto_90.ltoir" k.lto_90.ltoir && cp "$art/rdc_device.lto_90.ltoir" d.lto_90.ltoir
+  cp k.ptx k.compute_90.ptx && cp d.ptx d.compute_90.ptx
+  run 0 "$fatpack" pack -o lto2.fpk --module m --link k.compute_90.ptx d.compute_90.ptx k.lto_90.ltoir d.lto_90.ltoir
+  run 0 "$fatpack" inspect --json lto2.fpk
+  json "e=d['packages'][0]['entries']; assert [(x['target'], x['link']['part'], x['kernels']) for x in e]==[('compute_90',0,['rdc_saxpy']),('compute_90',1,[]),('lto_90',0,['rdc_saxpy']),('lto_90',1,[])], e"
+  run 1 "$fatpack" pack -o x.fpk --module m k.lto_90.ltoir
+  expect_in err.txt "k\.lto_90\.ltoir: LTO-IR \(nvcc -ltoir -dlto\) says neither its target nor its kernels: name it STEM\.lto_XY\.ltoir .*\(k\.compute_90\.ptx is not among the inputs\)"
+  cp k.lto_90.ltoir k.ltoir
+  run 1 "$fatpack" pack -o x.fpk k.ltoir k.compute_90.ptx
+  expect_in err.txt "k\.ltoir: LTO-IR \(nvcc -ltoir -dlto\) says neither its target nor its kernels"
   ;;
 jit_options)
   # The nvcc options the JIT needs are recorded on the PTX entries and reach the driver's JIT
