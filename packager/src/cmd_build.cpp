@@ -94,7 +94,9 @@ command_runner add_build_command(CLI::App& app) {
                "them. Arguments after '--' go to nvcc; those the JIT needs on a future GPU (-maxrregcount, -lineinfo, -G, "
                "-Xptxas -O<n>) are also recorded on the PTX entries. With -rdc=true (or -dc) there, the sources are "
                "compiled separately and linked into one module: SASS through nvcc -dlink per target, PTX as a link "
-               "group the runtime JIT-links.");
+               "group the runtime JIT-links. With -dlto as well, each PTX target also gets every source's LTO-IR as a group "
+               "that the runtime links with nvJitLink (link-time optimisation) where it knows the GPU; the SASS stays "
+               "the non-LTO device link.");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
