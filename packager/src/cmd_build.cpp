@@ -10,6 +10,7 @@
 #include "process.hpp"
 #include "tool.hpp"
 
+#include "fatpack/admin/lto_link.hpp"
 #include "fatpack/core/input.hpp"
 
 #include <atomic>
@@ -76,6 +77,36 @@ bool run_jobs(std::vector<job>& jobs, unsigned threads, bool verbose, const std:
   return failures.empty();
 }
 
+// Replaces the device-linked cubin of `link` (a SASS target) with nvJitLink's -lto link of every
+// source's LTO-IR for that target (lto jobs among `jobs`). False only when the file cannot be written.
+bool link_sass_with_nvjitlink(job& link, const std::vector<job>& jobs, const std::string& ptxas_options, bool verbose) {
+  std::vector<std::vector<std::uint8_t>> parts;
+  for (const auto& j : jobs) {
+    if (j.target.kind != core::entry_kind::ltoir || j.target.arch != link.target.arch ||
+        j.target.variant != link.target.variant)
+      continue;
+    auto bytes = read_file(j.output);
+    if (!bytes) {
+      print_error(bytes.error().message);
+      return false;
+    }
+    parts.push_back(std::move(*bytes));
+  }
+  auto linked = detail::lto::link_ltoir(parts, link.target.str(), ptxas_options, link.source + " (" + link.target.str() + ")");
+  if (!linked) {
+    print_warning(link.source + ": " + link.target.str() + " SASS without link-time optimisation (nvcc -dlink): " +
+                  linked.error().message);
+    return true;
+  }
+  if (auto st = write_file_atomic(link.output, core::byte_span(linked->cubin)); !st) {
+    print_error(st.error().message);
+    return false;
+  }
+  if (verbose)
+    std::cout << link.source << ": " << link.target.str() << " SASS linked by " << linked->linker << " -lto\n";
+  return true;
+}
+
 }  // namespace
 
 command_runner add_build_command(CLI::App& app) {
@@ -95,8 +126,8 @@ command_runner add_build_command(CLI::App& app) {
                "-Xptxas -O<n>) are also recorded on the PTX entries. With -rdc=true (or -dc) there, the sources are "
                "compiled separately and linked into one module: SASS through nvcc -dlink per target, PTX as a link "
                "group the runtime JIT-links. With -dlto as well, each PTX target also gets every source's LTO-IR as a group "
-               "that the runtime links with nvJitLink (link-time optimisation) where it knows the GPU; the SASS stays "
-               "the non-LTO device link.");
+               "that the runtime links with nvJitLink (link-time optimisation) where it knows the GPU, and the SASS is "
+               "nvJitLink's -lto link of the LTO-IR (the nvcc -dlink one, with a warning, without nvJitLink).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
@@ -190,17 +221,21 @@ command_runner add_build_command(CLI::App& app) {
         jobs.push_back(std::move(j));
       }
     }
-    // With -dlto: each source's LTO-IR (nvcc -ltoir -dlto) for every PTX target too, lto_XY beside
-    // compute_XY; the runtime links them with nvJitLink (docs/selection.md). The SASS stays the
-    // non-LTO device link below: nvcc -dlink -dlto needs nvlink's LTO library, which fails where it
-    // is absent ("elfLink linker library load error"), and a build must not depend on it.
+    // With -dlto: each source's LTO-IR (nvcc -ltoir -dlto) for every target's arch too (once per
+    // arch): for a PTX target, packed as lto_XY beside compute_XY, which the runtime links with
+    // nvJitLink (docs/selection.md); for a SASS target, linked here by nvJitLink into the SASS entry
+    // (below). nvcc -dlink -dlto is not used: it needs nvlink's LTO library, which fails where that is
+    // absent ("elfLink linker library load error").
     std::vector<job> lto_jobs;
     if (lto) {
       for (const auto& j : jobs) {
-        if (j.target.kind != core::entry_kind::ptx) continue;
+        const core::target lt{core::entry_kind::ltoir, j.target.arch, j.target.variant};
+        bool have = false;
+        for (const auto& l : lto_jobs) have = have || (l.source == j.source && l.target == lt);
+        if (have) continue;
         job l;
         l.source = j.source;
-        l.target = core::target{core::entry_kind::ltoir, j.target.arch, j.target.variant};
+        l.target = lt;
         l.output = tmp.path() + "/" + std::to_string(jobs.size() + lto_jobs.size()) + ".ltoir";
         l.argv = {o->nvcc, "-ltoir", "-dlto", "-rdc=true", "-arch=" + core::sm_name(j.target.arch, j.target.variant),
                   "-o", l.output, j.source};
@@ -225,6 +260,12 @@ command_runner add_build_command(CLI::App& app) {
         links.push_back(std::move(l));
       }
       if (!run_jobs(links, threads, o->verbose, tmp.path(), "nvcc -dlink")) return exit_failure;
+      // -dlto: each SASS target's cubin is nvJitLink's link-time optimised link of the sources'
+      // LTO-IR, replacing the device link; where nvJitLink cannot be loaded or fails, the device link
+      // stays, with a warning (the package is still right, only not link-time optimised).
+      if (lto)
+        for (auto& l : links)
+          if (!link_sass_with_nvjitlink(l, jobs, jit_options, o->verbose)) return exit_failure;
     }
 
     std::vector<core::entry_input> entries;

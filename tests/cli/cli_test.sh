@@ -434,7 +434,17 @@ rdc)
   expect_in err.txt "-dlto after '--' needs -rdc=true"
   # -dlto: per PTX target an LTO-IR group (nvcc -ltoir -dlto) beside the PTX group, with its kernels;
   # the SASS is the device link. plan: LTO-IR with an nvJitLink that knows the CC, else the PTX.
-  run 0 "$fatpack" build -o lto.fpk --arch 90 "$k" "$d" -- -rdc=true -dlto
+  # The SASS: nvJitLink's -lto link of the sources' LTO-IR (the toolkit's library, as at run time).
+  nvj="$(dirname "$(dirname "$(command -v nvcc)")")/lib64/libnvJitLink.so.13"
+  FATPACK_NVJITLINK="$nvj" run 0 "$fatpack" build -v -o lto.fpk --arch 90 "$k" "$d" -- -rdc=true -dlto
+  if [ -r "$nvj" ]; then
+    expect_in out.txt "device link of module 'lto': sm_90 SASS linked by nvjitlink 13\.[0-9]+ -lto"
+  else
+    echo "skipped the build-time nvJitLink check: no $nvj"
+  fi
+  # Without nvJitLink: the nvcc -dlink SASS, with a warning.
+  FATPACK_NVJITLINK=/nonexistent/libnvJitLink.so.13 run 0 "$fatpack" build -o lto_nolink.fpk --arch 90-real "$k" "$d" -- -rdc=true -dlto
+  expect_in err.txt "warning: device link of module 'lto_nolink': sm_90 SASS without link-time optimisation \(nvcc -dlink\): cannot load nvJitLink /nonexistent/libnvJitLink.so.13"
   run 0 "$fatpack" inspect --json lto.fpk
   json "e=d['packages'][0]['entries']; t=[(x['target'], (x['link'] or {}).get('parts', 0)) for x in e]; assert t==[('sm_90',0),('compute_90',2),('compute_90',2),('lto_90',2),('lto_90',2)], t; assert e[3]['kernels']==e[1]['kernels'] and e[3]['kernels'], e"
   run 0 "$fatpack" verify lto.fpk
