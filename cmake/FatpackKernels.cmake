@@ -474,7 +474,9 @@ function(fatpack_add_kernels target)
   set(inputs "")
   foreach(gpu IN LISTS gpu_targets)
     set(rdc_cubins_${gpu} "")
+    set(lto_parts_${gpu} "")
   endforeach()
+  set(lto_made "")
   set(modules "")
   foreach(src IN LISTS arg_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
@@ -521,20 +523,29 @@ function(fatpack_add_kernels target)
       if(NOT (gpu MATCHES "^sm_" AND rdc))
         list(APPEND inputs "${out}")
       endif()
-      if(lto AND gpu MATCHES "^compute_")
-        # -dlto: this source's LTO-IR beside its PTX, named STEM.lto_XY.ltoir so that `fatpack pack`
-        # takes its target from the name and its kernels from STEM.compute_XY.ptx (docs/cli.md "pack").
-        string(REGEX REPLACE "^compute_" "lto_" lto_gpu "${gpu}")
+      if(lto)
+        # -dlto: this source's LTO-IR for the arch (once for sm_XY and compute_XY), named
+        # STEM.lto_XY.ltoir. Beside a PTX target it is packed (`fatpack pack` takes its target from the
+        # name and its kernels from STEM.compute_XY.ptx, docs/cli.md "pack"); for a SASS target it is
+        # linked by `fatpack link-lto` below.
+        string(REGEX REPLACE "^(compute|sm)_" "lto_" lto_gpu "${gpu}")
         string(REGEX REPLACE "^compute_" "sm_" sm_gpu "${gpu}")
         set(lto_out "${out_dir}/${module}.${lto_gpu}.ltoir")
-        file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${lto_out}")
-        add_custom_command(OUTPUT "${lto_out}"
-          COMMAND "${nvcc}" -ltoir -dlto -arch=${sm_gpu} ${nvcc_flags} -MD -MT "${lto_out}" -MF "${lto_out}.d" -o "${lto_out}" "${src}"
-          DEPENDS "${src}"
-          DEPFILE "${lto_out}.d"
-          COMMENT "fatpack: nvcc -dlto ${module} -> ${lto_gpu} LTO-IR (${shown})"
-          VERBATIM)
-        list(APPEND inputs "${lto_out}")
+        if(NOT lto_out IN_LIST lto_made)
+          list(APPEND lto_made "${lto_out}")
+          file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${lto_out}")
+          add_custom_command(OUTPUT "${lto_out}"
+            COMMAND "${nvcc}" -ltoir -dlto -arch=${sm_gpu} ${nvcc_flags} -MD -MT "${lto_out}" -MF "${lto_out}.d" -o "${lto_out}" "${src}"
+            DEPENDS "${src}"
+            DEPFILE "${lto_out}.d"
+            COMMENT "fatpack: nvcc -dlto ${module} -> ${lto_gpu} LTO-IR (${shown})"
+            VERBATIM)
+        endif()
+        if(gpu MATCHES "^compute_")
+          list(APPEND inputs "${lto_out}")
+        else()
+          list(APPEND lto_parts_${gpu} "${lto_out}")
+        endif()
       endif()
     endforeach()
   endforeach()
@@ -550,12 +561,26 @@ function(fatpack_add_kernels target)
         continue()
       endif()
       set(out "${out_dir}/${rdc_module}.${gpu}.linked.cubin")
-      file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${out}")
-      add_custom_command(OUTPUT "${out}"
-        COMMAND "${nvcc}" -dlink -cubin -arch=${gpu} -o "${out}" ${rdc_cubins_${gpu}}
+      set(dlink_out "${out}")
+      if(lto)
+        set(dlink_out "${out_dir}/${rdc_module}.${gpu}.dlink.cubin")
+      endif()
+      file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${dlink_out}")
+      add_custom_command(OUTPUT "${dlink_out}"
+        COMMAND "${nvcc}" -dlink -cubin -arch=${gpu} -o "${dlink_out}" ${rdc_cubins_${gpu}}
         DEPENDS ${rdc_cubins_${gpu}}
         COMMENT "fatpack: nvcc -dlink ${rdc_module} -> ${gpu} SASS (${shown})"
         VERBATIM)
+      if(lto)
+        # -dlto: the SASS is nvJitLink's -lto link of the sources' LTO-IR, as `fatpack build` makes it;
+        # the device link above where nvJitLink cannot be loaded or cannot link (with a warning).
+        file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${out}")
+        add_custom_command(OUTPUT "${out}"
+          COMMAND ${tool} link-lto -o "${out}" --arch ${gpu} --fallback "${dlink_out}" ${lto_parts_${gpu}} -- ${nvcc_options}
+          DEPENDS "${dlink_out}" ${lto_parts_${gpu}} ${tool_depends}
+          COMMENT "fatpack: nvJitLink -lto ${rdc_module} -> ${gpu} SASS (${shown})"
+          VERBATIM)
+      endif()
       list(APPEND inputs "${out}")
     endforeach()
   endif()

@@ -10,7 +10,6 @@
 #include "process.hpp"
 #include "tool.hpp"
 
-#include "fatpack/admin/lto_link.hpp"
 #include "fatpack/core/input.hpp"
 
 #include <atomic>
@@ -78,33 +77,18 @@ bool run_jobs(std::vector<job>& jobs, unsigned threads, bool verbose, const std:
 }
 
 // Replaces the device-linked cubin of `link` (a SASS target) with nvJitLink's -lto link of every
-// source's LTO-IR for that target (lto jobs among `jobs`). False only when the file cannot be written.
+// source's LTO-IR for that target (lto jobs among `jobs`). False only on an error.
 bool link_sass_with_nvjitlink(job& link, const std::vector<job>& jobs, const std::string& ptxas_options, bool verbose) {
-  std::vector<std::vector<std::uint8_t>> parts;
-  for (const auto& j : jobs) {
-    if (j.target.kind != core::entry_kind::ltoir || j.target.arch != link.target.arch ||
-        j.target.variant != link.target.variant)
-      continue;
-    auto bytes = read_file(j.output);
-    if (!bytes) {
-      print_error(bytes.error().message);
-      return false;
-    }
-    parts.push_back(std::move(*bytes));
-  }
-  auto linked = detail::lto::link_ltoir(parts, link.target.str(), ptxas_options, link.source + " (" + link.target.str() + ")");
-  if (!linked) {
-    print_warning(link.source + ": " + link.target.str() + " SASS without link-time optimisation (nvcc -dlink): " +
-                  linked.error().message);
-    return true;
-  }
-  if (auto st = write_file_atomic(link.output, core::byte_span(linked->cubin)); !st) {
-    print_error(st.error().message);
-    return false;
-  }
-  if (verbose)
-    std::cout << link.source << ": " << link.target.str() << " SASS linked by " << linked->linker << " -lto\n";
-  return true;
+  std::vector<std::string> parts;
+  for (const auto& j : jobs)
+    if (j.target.kind == core::entry_kind::ltoir && j.target.arch == link.target.arch &&
+        j.target.variant == link.target.variant)
+      parts.push_back(j.output);
+  std::string why;
+  const lto_link_outcome r = link_lto_files(parts, link.target, ptxas_options, link.output, link.source, verbose, why);
+  if (r == lto_link_outcome::unavailable)
+    print_warning(link.source + ": " + link.target.str() + " SASS without link-time optimisation (nvcc -dlink): " + why);
+  return r != lto_link_outcome::failed;
 }
 
 }  // namespace

@@ -442,6 +442,25 @@ rdc)
   else
     echo "skipped the build-time nvJitLink check: no $nvj"
   fi
+  # link-lto, the same link as a command (the CMake macro's): the LTO-IR of both files, or the
+  # fallback cubin with a warning, or an error without one.
+  cp "$art/rdc_kernel.lto_90.ltoir" k1.ltoir && cp "$art/rdc_device.lto_90.ltoir" d1.ltoir
+  FATPACK_NVJITLINK="$nvj" run 0 "$fatpack" link-lto -v -o kd.cubin --arch sm_90 k1.ltoir d1.ltoir -- -O3
+  if [ -r "$nvj" ]; then
+    expect_in out.txt "kd\.cubin: sm_90 SASS linked by nvjitlink 13\.[0-9]+ -lto"
+    run 0 "$fatpack" pack -o kd.fpk kd.cubin
+    run 0 "$fatpack" inspect --json kd.fpk
+    json "e=d['packages'][0]['entries']; assert [(x['target'], x['kernels']) for x in e]==[('sm_90',['rdc_saxpy'])], e"
+    FATPACK_NVJITLINK="$nvj" run 1 "$fatpack" link-lto -o k.cubin --arch sm_90 k1.ltoir
+    expect_in err.txt "error: k\.cubin: JIT of k\.cubin \(sm_90\) .*nvJitLinkComplete"
+  fi
+  FATPACK_NVJITLINK=/nonexistent/libnvJitLink.so.13 run 0 "$fatpack" link-lto -o fb.cubin --arch sm_90 --fallback "$art/rdc.sm_90.cubin" k1.ltoir d1.ltoir
+  expect_in err.txt "warning: fb\.cubin: sm_90 SASS without link-time optimisation \(.*rdc\.sm_90\.cubin\): cannot load nvJitLink"
+  cmp fb.cubin "$art/rdc.sm_90.cubin" || fail "the fallback cubin was not copied"
+  run 2 "$fatpack" link-lto -o x.cubin --arch compute_90 k1.ltoir
+  expect_in err.txt "--arch: expected sm_XY"
+  run 1 "$fatpack" link-lto -o x.cubin --arch sm_90 "$art/rdc_kernel.compute_90.rdc.ptx"
+  expect_in err.txt "rdc_kernel\.compute_90\.rdc\.ptx: not LTO-IR"
   # Without nvJitLink: the nvcc -dlink SASS, with a warning.
   FATPACK_NVJITLINK=/nonexistent/libnvJitLink.so.13 run 0 "$fatpack" build -o lto_nolink.fpk --arch 90-real "$k" "$d" -- -rdc=true -dlto
   expect_in err.txt "warning: device link of module 'lto_nolink': sm_90 SASS without link-time optimisation \(nvcc -dlink\): cannot load nvJitLink /nonexistent/libnvJitLink.so.13"
