@@ -286,7 +286,7 @@ unknown_command)
   run 2 "$fatpack" packk
   expect_in err.txt "did you mean 'pack'\\?$"
   run 2 "$fatpack" frobnicate
-  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor\\)$"
+  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor, link-lto\\)$"
   run 2 "$fatpack" x
   expect_in err.txt "unknown command 'x' \\(commands: "
   run 0 "$fatpack" --version
