@@ -568,6 +568,13 @@ response_files)
   python3 -c "print('x ' * 100001)" > many.rsp
   run 2 "$fatpack" inspect @many.rsp
   expect_in err.txt "^fatpack: error: response file @many.rsp: the command line expands to more than 100000 arguments$"
+  # Empty files named many times over: without a bound on the files read, @fan2.rsp reads empty.rsp
+  # 2000 x 2000 times (it hung); the 1001st file read is refused.
+  : > empty.rsp
+  python3 -c "print('@empty.rsp ' * 2000)" > fan1.rsp
+  python3 -c "print('@fan1.rsp ' * 2000)" > fan2.rsp
+  run 2 timeout 20 "$fatpack" inspect @fan2.rsp
+  expect_in err.txt "^fatpack: error: @empty.rsp: the command line reads more than 1000 response files, reached from response file @fan1.rsp$"
   printf 'a\0b' > nul.rsp
   run 2 "$fatpack" inspect @nul.rsp
   expect_in err.txt "NUL byte"
