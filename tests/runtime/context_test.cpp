@@ -1045,6 +1045,22 @@ int main(int argc, char** argv) {
       EXPECT(has(e.message, fatpack::driver_library()), "no driver in: %s", e.message.c_str());
       std::printf("  %s\n", e.message.c_str());
     }
+    // A name with a NUL byte is not the name before it: the driver, which takes a C string, must not
+    // be asked for "c_affine" (set_global_bytes overwrote c_affine before this was refused).
+    const std::string cut("c_affine\0x", 10);
+    {
+      auto r = m.global(cut);
+      EXPECT(!r && r.error().code == fatpack::errc::invalid_argument && has(r.error().message, "NUL byte") &&
+                 has(r.error().message, "c_affine\\x00x"),
+             "global(\"c_affine\\0x\"): %s", r ? "found c_affine" : r.error().what());
+      const affine_params other{9.0f, 9.0f, 9};
+      const fatpack::status cut_set = m.set_global_bytes(cut, &other, sizeof other);
+      EXPECT(!cut_set && cut_set.error().code == fatpack::errc::invalid_argument,
+             "set_global_bytes(\"c_affine\\0x\"): %s", cut_set ? "wrote c_affine" : cut_set.error().what());
+      auto still = m.get_global<affine_params>("c_affine");
+      EXPECT(still && still->count == n, "c_affine after the refused write: %s",
+             still ? "overwritten" : still.error().what());
+    }
     auto none = m.global("no_such_variable");
     EXPECT(!none && none.error().code == fatpack::errc::not_found && has(none.error().message, "no_such_variable"),
            "no_such_variable: %s", none ? "found" : none.error().what());
