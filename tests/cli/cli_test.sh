@@ -796,6 +796,14 @@ for e in d['packages'][0]['entries']:
     assert named['_ZN5mylib6affineIfLi256EEEvPKT_PS1_i'] == 'void mylib::affine<float, 256>(float const*, float*, int)', named
     assert named['_ZN5mylib5scaleEPdd'] == 'mylib::scale(double*, double)', named
     assert named['plain_c'] == 'plain_c', named"
+  # A cubin's symbols (and the package and module names) are outside input: the table shows control
+  # bytes escaped, never a terminal escape sequence (before: ESC [7m went to the terminal as is).
+  python3 -c "import sys; b=open(sys.argv[1],'rb').read(); open('esc.cubin','wb').write(b.replace(b'vadd', b'v\x1b[7'))" "$art/vadd.sm_90.cubin"
+  run 0 "$fatpack" pack -o esc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" esc.cubin
+  run 0 "$fatpack" inspect esc.fpk
+  if grep -q "$(printf '\033')" out.txt; then fail "inspect printed an ESC byte: $(cat -v out.txt)"; fi
+  expect_in out.txt 'v\\x1b\[7'
+  expect_in out.txt "package 'p\\\\x1bx'"
   ;;
 json_non_utf8)
   # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann
