@@ -198,6 +198,13 @@ doctor)
   FATPACK_CACHE_PATH=$work/empty FATPACK_CACHE_PREBUILT_PATH=$work/cache run 0 "$fatpack" doctor app
   expect_in out.txt "^  prebuilt $work/cache: present, 1 entry"
   expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS in the cache \\(prebuilt $work/cache\\)"
+  # Package and module names are outside input: shown with control bytes escaped, never as a
+  # terminal escape sequence (before: ESC went to the terminal as is).
+  run 0 "$fatpack" pack -o esc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "$art/vadd.sm_80.cubin"
+  run 1 "$fatpack" doctor esc.fpk  # nothing fits device 0 (sm_90)
+  if grep -q "$(printf '\033')" out.txt; then fail "doctor printed an ESC byte: $(cat -v out.txt)"; fi
+  expect_in out.txt "^package 'p\\\\x1bx' \\(esc.fpk\\): 1 entry: sm_80; module m\\\\x1by$"
+  expect_in out.txt "device 1 \\(sm_80\\) p\\\\x1bx/m\\\\x1by: sm_80"
   FATPACK_CACHE_DISABLE=1 run 0 "$fatpack" doctor app
   expect_in out.txt "^cache: +disabled: FATPACK_CACHE_DISABLE is set"
   expect_in out.txt "JIT at every start"
