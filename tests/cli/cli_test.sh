@@ -516,7 +516,13 @@ plan_require)
   expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
   run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
   run 2 "$fatpack" plan --require sm_9x rp.fpk
+  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability"  # was: --gpu 'sm_9x'
   run 2 "$fatpack" plan --require , rp.fpk
+  # Names are outside input: the message shows control bytes escaped.
+  run 0 "$fatpack" pack -o resc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "${cubins[0]}"
+  run 1 "$fatpack" plan --require sm_90 resc.fpk
+  expect_in err.txt "gets nothing from package 'p\\\\x1bx', module 'm\\\\x1by'"
+  if grep -q "$(printf '\033')" err.txt; then fail "plan printed an ESC byte: $(cat -v err.txt)"; fi
   ;;
 depfile_escapes)
   # --depfile with names Make must be told apart: a space, '#', '$' and a backslash. A stand-in nvcc
