@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <unordered_set>
 
 // This object links the runtime (core/registry_record.hpp): another copy of the runtime in the
 // process leaves this object's packages to this one. In this file because every program that uses
@@ -202,7 +203,7 @@ void registry::walk_objects_locked() {
     if (p->from_note) before.push_back(p);
   std::vector<std::vector<package_ptr>> found;  // per record, in walk order
   std::vector<std::string> skipped, foreign;
-  std::vector<const void*> taken;
+  std::unordered_set<const void*> taken;  // a set: a library may carry any number of notes
   std::size_t records = 0, objects = 0;
   counts_ = os::for_each_loaded_object(core::note_name, [&](const os::loaded_object& obj) {
     ++objects;
@@ -236,9 +237,8 @@ void registry::walk_objects_locked() {
       }
       // The runtime's own link unit's section has it already, or another note points to it.
       if (std::find(seen_records_.begin(), seen_records_.end(), at) != seen_records_.end() ||
-          std::find(taken.begin(), taken.end(), at) != taken.end())
+          !taken.insert(at).second)
         continue;
-      taken.push_back(at);
       core::registry_record rec;
       std::memcpy(&rec, at, sizeof rec);
       if (rec.magic != core::registry_record_magic || rec.version != core::registry_record_version) {
