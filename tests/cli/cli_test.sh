@@ -103,6 +103,7 @@ cache_warm)
   expect_in out.txt "^has SASS +w/vadd for sm_86: "
   expect_in out.txt "^compiled +w/vadd for sm_100"
   expect_in out.txt "^compiled +w/vadd for sm_120"
+  run 0 "$fatpack" warm -q --path "$c" --target sm_100 w.fpk w.fpk  # one list per --target: then packages
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['schema_version'] == 1 and d['stats']['entries'] == 3, d"
   run 0 "$fatpack" cache list --path "$c" --json
@@ -509,7 +510,12 @@ plan_require)
   expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
   run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
   run 2 "$fatpack" plan --require sm_9x rp.fpk
+  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability"  # the option given, not --gpu
   run 2 "$fatpack" plan --require , rp.fpk
+  # One list per occurrence: the file after a list is the file, wherever the list stands.
+  run 0 "$fatpack" plan --json --require sm_90 rp.fpk
+  json "assert d['require']['devices']==['sm_90'], d['require']"
+  run 0 "$fatpack" plan --json --gpu sm_90 rp.fpk
   ;;
 depfile_escapes)
   # --depfile with names Make must be told apart: a space, '#', '$' and a backslash. A stand-in nvcc
