@@ -148,6 +148,11 @@ cache_warm)
   TMPDIR=$work/warm-tmp run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
   expect_in out.txt "^compiled +w/vadd for sm_100"
   [ -z "$(ls -A warm-tmp)" ] || fail "warm left in TMPDIR: $(ls -A warm-tmp)"
+  # ... and so is a static library holding that object: ar places a member at any even offset (here
+  # 4 past an 8-aligned one, after a 3-byte member), the package is aligned within its member.
+  printf abc > odd.txt && ar rc w.a odd.txt w.o || fail "cannot make the archive w.a"
+  run 0 "$fatpack" inspect w.a
+  expect_in out.txt "^w.a \\[package 0\\]: package 'w'"
   # A relative --path names a directory under the current one (the runtime itself wants absolute).
   run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
   run 0 "$fatpack" cache stats --path rel-cache --json
