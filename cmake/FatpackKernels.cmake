@@ -191,7 +191,7 @@ function(_fatpack_native_architectures out_var)
     endif()
   endif()
   if(why)
-    message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source} means the GPUs of this "
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA_ARCHITECTURES 'native'${arch_source} means the GPUs of this "
       "machine, and none was found: ${why}. Name the architectures (e.g. 75-real 90-real 120-virtual), or set "
       "FATPACK_NVIDIA_SMI to an nvidia-smi that sees the GPUs.")
   endif()
@@ -233,7 +233,7 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
       foreach(a IN LISTS native_archs)
         if(NOT a IN_LIST nvcc_archs)
           string(REPLACE ";" " " have "${nvcc_archs}")
-          message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source}: this machine's GPU "
+          message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA_ARCHITECTURES 'native'${arch_source}: this machine's GPU "
             "sm_${a} is not supported by this CUDA toolkit (CUDA ${nvcc_version}, which supports ${have}).")
         endif()
         list(APPEND out sm_${a})
@@ -242,24 +242,24 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
     endif()
     # Parsed here, not by CMake: CMake before 3.31.8 refuses the `f` suffix in its own checks.
     if(NOT item MATCHES "^([0-9]+)([af]?)(-real|-virtual)?$")
-      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source} (expected e.g. 90, "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): invalid CUDA architecture '${item}'${arch_source} (expected e.g. 90, "
         "90-real, 120-virtual, 90a-real, 100f, all, all-major, native).")
     endif()
     set(arch "${CMAKE_MATCH_1}")
     set(variant "${CMAKE_MATCH_2}")
     set(kind "${CMAKE_MATCH_3}")
     if(variant STREQUAL "a" AND arch LESS 90)
-      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source}: arch-specific "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): invalid CUDA architecture '${item}'${arch_source}: arch-specific "
         "variants (a) exist from sm_90 on.")
     endif()
     if(variant STREQUAL "f" AND arch LESS 100)
-      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source}: family-specific "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): invalid CUDA architecture '${item}'${arch_source}: family-specific "
         "variants (f) exist from sm_100 on.")
     endif()
     if(NOT arch IN_LIST nvcc_archs)
       string(REPLACE ";" " " have "${nvcc_archs}")
       _fatpack_arch_hint("${arch}" hint)
-      message(FATAL_ERROR "fatpack_add_kernels: CUDA architecture '${item}'${arch_source} is not supported by this CUDA "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA architecture '${item}'${arch_source} is not supported by this CUDA "
         "toolkit (CUDA ${nvcc_version}, which supports ${have}): ${hint}.")
     endif()
     if(NOT kind STREQUAL "-virtual")
@@ -271,7 +271,7 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
   endforeach()
   list(REMOVE_DUPLICATES out)
   if(NOT out)
-    message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES${arch_source} is empty.")
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA_ARCHITECTURES${arch_source} is empty.")
   endif()
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
