@@ -301,6 +301,37 @@ function(_fatpack_tool command_var depends_var)
 endfunction()
 
 # A package or module name (NAME, MODULE): one safe word, as the tool and the runtime expect.
+# The target's CUDA_ARCHITECTURES property when the project set it ("" otherwise): CMake initialises
+# it from CMAKE_CUDA_ARCHITECTURES when the target is made, and that copy is the variable's choice.
+function(_fatpack_own_architectures target out_var)
+  get_target_property(own ${target} CUDA_ARCHITECTURES)
+  if(NOT own OR own MATCHES "^(OFF|FALSE|NO|0)$" OR
+     (DEFINED CMAKE_CUDA_ARCHITECTURES AND "${own}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}"))
+    set(own "")
+  endif()
+  set(${out_var} "${own}" PARENT_SCOPE)
+endfunction()
+
+# Deferred to the end of the calling directory: a CUDA_ARCHITECTURES property set on the target after
+# fatpack_add_kernels (which read it at the call) would otherwise be ignored without a word. The raw
+# values are compared: a later change of CMAKE_CUDA_ARCHITECTURES alone is no change of the property.
+function(_fatpack_check_late_architectures target property_at_call)
+  get_target_property(now ${target} CUDA_ARCHITECTURES)
+  if(NOT now)
+    set(now "")
+  endif()
+  if(NOT "${now}" STREQUAL "${property_at_call}")
+    if(property_at_call STREQUAL "")
+      set(was "unset")
+    else()
+      set(was "'${property_at_call}'")
+    endif()
+    message(WARNING "fatpack_add_kernels(${target}): the target's CUDA_ARCHITECTURES property was set to '${now}' "
+      "after the call, which read it (${was}) and chose its architectures then; '${now}' is not used. Set the "
+      "property before fatpack_add_kernels, or pass CUDA_ARCHITECTURES to it.")
+  endif()
+endfunction()
+
 function(_fatpack_check_name target keyword value)
   if(NOT value MATCHES "^[A-Za-z0-9_.+-]+$")
     message(FATAL_ERROR "fatpack_add_kernels(${target}): ${keyword} '${value}' may use only letters, digits and _ . + -")
@@ -400,10 +431,15 @@ function(fatpack_add_kernels target)
   # The property counts when the project set it on the target: CMake initialises it from
   # CMAKE_CUDA_ARCHITECTURES when the target is made, and that copy is the variable's choice, ranked
   # below (where CMake's own automatic default does not count).
-  get_target_property(own_archs ${target} CUDA_ARCHITECTURES)
-  if(NOT own_archs OR own_archs MATCHES "^(OFF|FALSE|NO|0)$" OR
-     (DEFINED CMAKE_CUDA_ARCHITECTURES AND "${own_archs}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}"))
-    set(own_archs "")
+  _fatpack_own_architectures(${target} own_archs)
+  if(NOT arg_CUDA_ARCHITECTURES)
+    # The property is read now; one set after this call would be ignored without a word.
+    get_target_property(property_now ${target} CUDA_ARCHITECTURES)
+    if(NOT property_now)
+      set(property_now "")
+    endif()
+    cmake_language(EVAL CODE
+      "cmake_language(DEFER CALL _fatpack_check_late_architectures [[${target}]] [[${property_now}]])")
   endif()
   if(own_archs MATCHES "\\$<")
     message(FATAL_ERROR "fatpack_add_kernels(${target}): the target's CUDA_ARCHITECTURES '${own_archs}' holds a "
