@@ -4,6 +4,7 @@
 #include "tool.hpp"
 
 #include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/select.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace fatpack::tool {
 namespace {
 
 // "sm_86", "86", "8.6" -> 86. A GPU is a compute capability: a/f suffixes name code, not devices.
-// `option` ("--gpu", "--require") names the option the text came from in the error.
+// `option` names the option the text came from in the message (--gpu or --require).
 std::uint32_t parse_gpu(const std::string& text, const char* option) {
   auto cc = core::parse_compute_capability(text, core::cc_suffix::reject);
   if (!cc) throw usage_error{std::string(option) + " " + cc.error().message};
@@ -188,7 +189,8 @@ command_runner add_plan_command(CLI::App& app) {
     std::cout << std::flush;
     for (const auto& m : missing)
       print_error("--require: " + m["device"].get<std::string>() + " gets nothing from package '" +
-                  m["package"].get<std::string>() + "', module '" + m["module"].get<std::string>() +
+                  core::printable_text(m["package"].get<std::string>()) + "', module '" +
+                  core::printable_text(m["module"].get<std::string>()) +
                   "': " + m["why"].get<std::string>());
     if (!missing.empty()) return exit_failure;
     if (!required.empty() && !o->json) {

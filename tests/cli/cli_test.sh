@@ -204,6 +204,13 @@ doctor)
   FATPACK_CACHE_PATH=$work/empty FATPACK_CACHE_PREBUILT_PATH=$work/cache run 0 "$fatpack" doctor app
   expect_in out.txt "^  prebuilt $work/cache: present, 1 entry"
   expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS in the cache \\(prebuilt $work/cache\\)"
+  # Package and module names are outside input: shown with control bytes escaped, never as a
+  # terminal escape sequence (before: ESC went to the terminal as is).
+  run 0 "$fatpack" pack -o esc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "$art/vadd.sm_80.cubin"
+  run 1 "$fatpack" doctor esc.fpk  # nothing fits device 0 (sm_90)
+  if grep -q "$(printf '\033')" out.txt; then fail "doctor printed an ESC byte: $(cat -v out.txt)"; fi
+  expect_in out.txt "^package 'p\\\\x1bx' \\(esc.fpk\\): 1 entry: sm_80; module m\\\\x1by$"
+  expect_in out.txt "device 1 \\(sm_80\\) p\\\\x1bx/m\\\\x1by: sm_80"
   FATPACK_CACHE_DISABLE=1 run 0 "$fatpack" doctor app
   expect_in out.txt "^cache: +disabled: FATPACK_CACHE_DISABLE is set"
   expect_in out.txt "JIT at every start"
@@ -515,8 +522,13 @@ plan_require)
   expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
   run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
   run 2 "$fatpack" plan --require sm_9x rp.fpk
-  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability"  # the option given, not --gpu
+  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability"  # was: --gpu 'sm_9x'
   run 2 "$fatpack" plan --require , rp.fpk
+  # Names are outside input: the message shows control bytes escaped.
+  run 0 "$fatpack" pack -o resc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "${cubins[0]}"
+  run 1 "$fatpack" plan --require sm_90 resc.fpk
+  expect_in err.txt "gets nothing from package 'p\\\\x1bx', module 'm\\\\x1by'"
+  if grep -q "$(printf '\033')" err.txt; then fail "plan printed an ESC byte: $(cat -v err.txt)"; fi
   # One list per occurrence: the file after a list is the file, wherever the list stands.
   run 0 "$fatpack" plan --json --require sm_90 rp.fpk
   json "assert d['require']['devices']==['sm_90'], d['require']"
@@ -579,6 +591,13 @@ response_files)
   python3 -c "print('x ' * 100001)" > many.rsp
   run 2 "$fatpack" inspect @many.rsp
   expect_in err.txt "^fatpack: error: response file @many.rsp: the command line expands to more than 100000 arguments$"
+  # Empty files named many times over: without a bound on the files read, @fan2.rsp reads empty.rsp
+  # 2000 x 2000 times (it hung); the 1001st file read is refused.
+  : > empty.rsp
+  python3 -c "print('@empty.rsp ' * 2000)" > fan1.rsp
+  python3 -c "print('@fan1.rsp ' * 2000)" > fan2.rsp
+  run 2 timeout 20 "$fatpack" inspect @fan2.rsp
+  expect_in err.txt "^fatpack: error: @empty.rsp: the command line reads more than 1000 response files, reached from response file @fan1.rsp$"
   printf 'a\0b' > nul.rsp
   run 2 "$fatpack" inspect @nul.rsp
   expect_in err.txt "NUL byte"
@@ -800,6 +819,14 @@ for e in d['packages'][0]['entries']:
     assert named['_ZN5mylib6affineIfLi256EEEvPKT_PS1_i'] == 'void mylib::affine<float, 256>(float const*, float*, int)', named
     assert named['_ZN5mylib5scaleEPdd'] == 'mylib::scale(double*, double)', named
     assert named['plain_c'] == 'plain_c', named"
+  # A cubin's symbols (and the package and module names) are outside input: the table shows control
+  # bytes escaped, never a terminal escape sequence (before: ESC [7m went to the terminal as is).
+  python3 -c "import sys; b=open(sys.argv[1],'rb').read(); open('esc.cubin','wb').write(b.replace(b'vadd', b'v\x1b[7'))" "$art/vadd.sm_90.cubin"
+  run 0 "$fatpack" pack -o esc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" esc.cubin
+  run 0 "$fatpack" inspect esc.fpk
+  if grep -q "$(printf '\033')" out.txt; then fail "inspect printed an ESC byte: $(cat -v out.txt)"; fi
+  expect_in out.txt 'v\\x1b\[7'
+  expect_in out.txt "package 'p\\\\x1bx'"
   ;;
 json_non_utf8)
   # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann

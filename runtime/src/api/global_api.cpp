@@ -2,6 +2,7 @@
 // address and size from the driver, host bytes copied in the code's context after a size check.
 #include "api/code_context.hpp"
 
+#include "fatpack/core/hex.hpp"
 #include "fatpack/fatpack.hpp"
 
 #include <cctype>
@@ -11,8 +12,9 @@ namespace fatpack {
 
 namespace {
 
+// The caller's name as a message shows it: control bytes escaped, at most 200 bytes.
 std::string global_where(const detail::module_state& s, const std::string& name) {
-  return "global '" + name + "' of " + detail::code_where(s);
+  return "global '" + core::printable_text(name, 200) + "' of " + detail::code_where(s);
 }
 
 // For a name not found: a C++ name inside namespaces ("ns::c_scale", each part an identifier) is not
@@ -38,6 +40,9 @@ std::string scoped_name_hint(const std::string& name) {
 // The variable's address and size, looked up in `ctx` (current during the call).
 result<global_info> find_global(const detail::module_state& s, const std::string& name, CUcontext ctx) {
   const detail::driver& d = *s.drv;
+  // The driver takes a C string: "a\0b" would be read as "a", another variable than the one asked for.
+  if (name.find('\0') != std::string::npos)
+    return error{errc::invalid_argument, 0, global_where(s, name) + ": the name holds a NUL byte", {}};
   if (s.lib && !d.cuLibraryGetGlobal)
     return error{errc::driver_symbol_missing, 0,
                  global_where(s, name) + ": the driver has no cuLibraryGetGlobal (CUDA 12.0); load the module with "

@@ -250,7 +250,7 @@ void registry::walk_objects_locked() {
       std::string name = "?";
       if (const std::size_t room = obj.room(rec.name); room) {
         const auto* nul = static_cast<const char*>(std::memchr(rec.name, 0, std::min<std::size_t>(room, 256)));
-        if (nul) name.assign(rec.name, nul);
+        if (nul) name = core::printable_text(std::string_view(rec.name, static_cast<std::size_t>(nul - rec.name)));
       }
       const std::string label = "embedded package '" + name + "' in " + where;
       if (!rec.begin || rec.end < rec.begin ||
@@ -393,10 +393,16 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
 }
 
+// The first few skipped records, then how many more: a library with many notes that lie must not
+// make every message (and each lookup that builds one) as large as all of them.
 std::string registry::skipped_list() const {
+  constexpr std::size_t shown = 8;
   std::string m;
-  for (const auto& sk : skipped_) m += " [" + sk + "]";
-  for (const auto& sk : note_skipped_) m += " [" + sk + "]";
+  std::size_t n = 0;
+  for (const auto* list : {&skipped_, &note_skipped_})
+    for (const auto& sk : *list)
+      if (n++ < shown) m += " [" + sk + "]";
+  if (n > shown) m += " and " + std::to_string(n - shown) + " more";
   return m;
 }
 
