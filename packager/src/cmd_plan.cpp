@@ -42,10 +42,16 @@ command_runner add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Show which entry each GPU would load and why every other entry is refused (the runtime's own rules). "
               "Without --gpu or --require: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
-  cmd->add_option("--gpu", o->gpus, "GPUs by compute capability: sm_86, 86 or 8.6; a comma-separated list, repeatable");
+  // One list per occurrence (allow_extra_args(false)): in `plan --json --gpu sm_90 app` the file after
+  // the list is the file, not one more GPU.
+  cmd->add_option("--gpu", o->gpus, "GPUs by compute capability: sm_86, 86 or 8.6; a comma-separated list, repeatable")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--require", o->required,
                   "CI gate: exit 1 when one of these GPUs (sm_75,sm_90,...; repeatable) would get nothing from a module "
-                  "of the file, naming the GPU, the module and why; they are planned like --gpu");
+                  "of the file, naming the GPU, the module and why; they are planned like --gpu")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--driver", o->driver,
                   "CUDA version of the driver, e.g. 12.4 (limits the PTX ISA it accepts; default: not checked)");
   cmd->add_option("--policy", o->policy, "prefer_sass (default), force_ptx or sass_only")

@@ -103,6 +103,7 @@ cache_warm)
   expect_in out.txt "^has SASS +w/vadd for sm_86: "
   expect_in out.txt "^compiled +w/vadd for sm_100"
   expect_in out.txt "^compiled +w/vadd for sm_120"
+  run 0 "$fatpack" warm -q --path "$c" --target sm_100 w.fpk w.fpk  # one list per --target: then packages
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['schema_version'] == 1 and d['stats']['entries'] == 3, d"
   run 0 "$fatpack" cache list --path "$c" --json
@@ -147,6 +148,11 @@ cache_warm)
   TMPDIR=$work/warm-tmp run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
   expect_in out.txt "^compiled +w/vadd for sm_100"
   [ -z "$(ls -A warm-tmp)" ] || fail "warm left in TMPDIR: $(ls -A warm-tmp)"
+  # ... and so is a static library holding that object: ar places a member at any even offset (here
+  # 4 past an 8-aligned one, after a 3-byte member), the package is aligned within its member.
+  printf abc > odd.txt && ar rc w.a odd.txt w.o || fail "cannot make the archive w.a"
+  run 0 "$fatpack" inspect w.a
+  expect_in out.txt "^w.a \\[package 0\\]: package 'w'"
   # A relative --path names a directory under the current one (the runtime itself wants absolute).
   run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
   run 0 "$fatpack" cache stats --path rel-cache --json
@@ -523,6 +529,10 @@ plan_require)
   run 1 "$fatpack" plan --require sm_90 resc.fpk
   expect_in err.txt "gets nothing from package 'p\\\\x1bx', module 'm\\\\x1by'"
   if grep -q "$(printf '\033')" err.txt; then fail "plan printed an ESC byte: $(cat -v err.txt)"; fi
+  # One list per occurrence: the file after a list is the file, wherever the list stands.
+  run 0 "$fatpack" plan --json --require sm_90 rp.fpk
+  json "assert d['require']['devices']==['sm_90'], d['require']"
+  run 0 "$fatpack" plan --json --gpu sm_90 rp.fpk
   ;;
 depfile_escapes)
   # --depfile with names Make must be told apart: a space, '#', '$' and a backslash. A stand-in nvcc

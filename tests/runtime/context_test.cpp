@@ -1148,6 +1148,11 @@ int main(int argc, char** argv) {
     auto none = m.global("no_such_variable");
     EXPECT(!none && none.error().code == fatpack::errc::not_found && has(none.error().message, "no_such_variable"),
            "no_such_variable: %s", none ? "found" : none.error().what());
+    // A C++ name inside a namespace is not the variable's symbol: the error names the mangled one.
+    auto scoped = m.global("ns::c_scale");
+    EXPECT(!scoped && scoped.error().code == fatpack::errc::not_found &&
+               has(scoped.error().message, "by its mangled symbol, here \"_ZN2ns7c_scaleE\""),
+           "ns::c_scale: %s", scoped ? "found" : scoped.error().what());
     if (!g_fake) {
       // affine reads c_affine: y = 2x - 1 over n elements, once.
       auto k = m.kernel<const float*, float*>("affine");

@@ -5,6 +5,9 @@
 #include "fatpack/core/hex.hpp"
 #include "fatpack/fatpack.hpp"
 
+#include <cctype>
+#include <string>
+
 namespace fatpack {
 
 namespace {
@@ -12,6 +15,26 @@ namespace {
 // The caller's name as a message shows it: control bytes escaped, at most 200 bytes.
 std::string global_where(const detail::module_state& s, const std::string& name) {
   return "global '" + core::printable_text(name, 200) + "' of " + detail::code_where(s);
+}
+
+// For a name not found: a C++ name inside namespaces ("ns::c_scale", each part an identifier) is not
+// the variable's symbol, which is mangled ("_ZN2ns7c_scaleE"); kernels are found by their C++ names,
+// so a user may well try the same for a variable. The hint names the symbol; "" for other names.
+std::string scoped_name_hint(const std::string& name) {
+  if (name.find("::") == std::string::npos || name.size() > 1024) return {};
+  std::string mangled = "_ZN";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = name.find("::", start);
+    const std::string part = name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part.empty() || std::isdigit(static_cast<unsigned char>(part[0]))) return {};
+    for (const char c : part)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return {};
+    mangled += std::to_string(part.size()) + part;
+    if (end == std::string::npos) break;
+    start = end + 2;
+  }
+  return " (a variable inside a namespace is found by its mangled symbol, here \"" + mangled + "E\")";
 }
 
 // The variable's address and size, looked up in `ctx` (current during the call).
@@ -36,7 +59,8 @@ result<global_info> find_global(const detail::module_state& s, const std::string
   if (r != CUDA_SUCCESS)
     return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
                               global_where(s, name) + ": " +
-                                  d.call_failed(s.lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal", r));
+                                  d.call_failed(s.lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal", r) +
+                                  (r == CUDA_ERROR_NOT_FOUND ? scoped_name_hint(name) : std::string()));
   return global_info{static_cast<std::uint64_t>(ptr), size};
 }
 
