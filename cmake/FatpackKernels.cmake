@@ -191,7 +191,7 @@ function(_fatpack_native_architectures out_var)
     endif()
   endif()
   if(why)
-    message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source} means the GPUs of this "
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA_ARCHITECTURES 'native'${arch_source} means the GPUs of this "
       "machine, and none was found: ${why}. Name the architectures (e.g. 75-real 90-real 120-virtual), or set "
       "FATPACK_NVIDIA_SMI to an nvidia-smi that sees the GPUs.")
   endif()
@@ -233,7 +233,7 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
       foreach(a IN LISTS native_archs)
         if(NOT a IN_LIST nvcc_archs)
           string(REPLACE ";" " " have "${nvcc_archs}")
-          message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES 'native'${arch_source}: this machine's GPU "
+          message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA_ARCHITECTURES 'native'${arch_source}: this machine's GPU "
             "sm_${a} is not supported by this CUDA toolkit (CUDA ${nvcc_version}, which supports ${have}).")
         endif()
         list(APPEND out sm_${a})
@@ -242,24 +242,24 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
     endif()
     # Parsed here, not by CMake: CMake before 3.31.8 refuses the `f` suffix in its own checks.
     if(NOT item MATCHES "^([0-9]+)([af]?)(-real|-virtual)?$")
-      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source} (expected e.g. 90, "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): invalid CUDA architecture '${item}'${arch_source} (expected e.g. 90, "
         "90-real, 120-virtual, 90a-real, 100f, all, all-major, native).")
     endif()
     set(arch "${CMAKE_MATCH_1}")
     set(variant "${CMAKE_MATCH_2}")
     set(kind "${CMAKE_MATCH_3}")
     if(variant STREQUAL "a" AND arch LESS 90)
-      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source}: arch-specific "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): invalid CUDA architecture '${item}'${arch_source}: arch-specific "
         "variants (a) exist from sm_90 on.")
     endif()
     if(variant STREQUAL "f" AND arch LESS 100)
-      message(FATAL_ERROR "fatpack_add_kernels: invalid CUDA architecture '${item}'${arch_source}: family-specific "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): invalid CUDA architecture '${item}'${arch_source}: family-specific "
         "variants (f) exist from sm_100 on.")
     endif()
     if(NOT arch IN_LIST nvcc_archs)
       string(REPLACE ";" " " have "${nvcc_archs}")
       _fatpack_arch_hint("${arch}" hint)
-      message(FATAL_ERROR "fatpack_add_kernels: CUDA architecture '${item}'${arch_source} is not supported by this CUDA "
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA architecture '${item}'${arch_source} is not supported by this CUDA "
         "toolkit (CUDA ${nvcc_version}, which supports ${have}): ${hint}.")
     endif()
     if(NOT kind STREQUAL "-virtual")
@@ -271,7 +271,7 @@ function(_fatpack_expand_archs spec nvcc_archs nvcc_version out_var)
   endforeach()
   list(REMOVE_DUPLICATES out)
   if(NOT out)
-    message(FATAL_ERROR "fatpack_add_kernels: CUDA_ARCHITECTURES${arch_source} is empty.")
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): CUDA_ARCHITECTURES${arch_source} is empty.")
   endif()
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
@@ -301,6 +301,37 @@ function(_fatpack_tool command_var depends_var)
 endfunction()
 
 # A package or module name (NAME, MODULE): one safe word, as the tool and the runtime expect.
+# The target's CUDA_ARCHITECTURES property when the project set it ("" otherwise): CMake initialises
+# it from CMAKE_CUDA_ARCHITECTURES when the target is made, and that copy is the variable's choice.
+function(_fatpack_own_architectures target out_var)
+  get_target_property(own ${target} CUDA_ARCHITECTURES)
+  if(NOT own OR own MATCHES "^(OFF|FALSE|NO|0)$" OR
+     (DEFINED CMAKE_CUDA_ARCHITECTURES AND "${own}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}"))
+    set(own "")
+  endif()
+  set(${out_var} "${own}" PARENT_SCOPE)
+endfunction()
+
+# Deferred to the end of the calling directory: a CUDA_ARCHITECTURES property set on the target after
+# fatpack_add_kernels (which read it at the call) would otherwise be ignored without a word. The raw
+# values are compared: a later change of CMAKE_CUDA_ARCHITECTURES alone is no change of the property.
+function(_fatpack_check_late_architectures target property_at_call)
+  get_target_property(now ${target} CUDA_ARCHITECTURES)
+  if(NOT now)
+    set(now "")
+  endif()
+  if(NOT "${now}" STREQUAL "${property_at_call}")
+    if(property_at_call STREQUAL "")
+      set(was "unset")
+    else()
+      set(was "'${property_at_call}'")
+    endif()
+    message(WARNING "fatpack_add_kernels(${target}): the target's CUDA_ARCHITECTURES property was set to '${now}' "
+      "after the call, which read it (${was}) and chose its architectures then; '${now}' is not used. Set the "
+      "property before fatpack_add_kernels, or pass CUDA_ARCHITECTURES to it.")
+  endif()
+endfunction()
+
 function(_fatpack_check_name target keyword value)
   if(NOT value MATCHES "^[A-Za-z0-9_.+-]+$")
     message(FATAL_ERROR "fatpack_add_kernels(${target}): ${keyword} '${value}' may use only letters, digits and _ . + -")
@@ -409,10 +440,15 @@ function(fatpack_add_kernels target)
   # The property counts when the project set it on the target: CMake initialises it from
   # CMAKE_CUDA_ARCHITECTURES when the target is made, and that copy is the variable's choice, ranked
   # below (where CMake's own automatic default does not count).
-  get_target_property(own_archs ${target} CUDA_ARCHITECTURES)
-  if(NOT own_archs OR own_archs MATCHES "^(OFF|FALSE|NO|0)$" OR
-     (DEFINED CMAKE_CUDA_ARCHITECTURES AND "${own_archs}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}"))
-    set(own_archs "")
+  _fatpack_own_architectures(${target} own_archs)
+  if(NOT arg_CUDA_ARCHITECTURES)
+    # The property is read now; one set after this call would be ignored without a word.
+    get_target_property(property_now ${target} CUDA_ARCHITECTURES)
+    if(NOT property_now)
+      set(property_now "")
+    endif()
+    cmake_language(EVAL CODE
+      "cmake_language(DEFER CALL _fatpack_check_late_architectures [[${target}]] [[${property_now}]])")
   endif()
   if(own_archs MATCHES "\\$<")
     message(FATAL_ERROR "fatpack_add_kernels(${target}): the target's CUDA_ARCHITECTURES '${own_archs}' holds a "

@@ -8,6 +8,7 @@
 
 #include "fatpack/admin/doctor.hpp"
 #include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/hex.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -109,8 +110,9 @@ void print_text(const fd::report& r) {
     std::string targets;
     for (const auto& t : p.targets) targets += (targets.empty() ? "" : ", ") + t;
     std::string modules;
-    for (const auto& m : p.modules) modules += (modules.empty() ? "" : ", ") + m;
-    std::printf("package '%s' (%s): %s: %s; %s %s\n", p.name.c_str(), p.source.c_str(),
+    for (const auto& m : p.modules) modules += (modules.empty() ? "" : ", ") + core::printable_text(m);
+    std::printf("package '%s' (%s): %s: %s; %s %s\n", core::printable_text(p.name).c_str(),
+                core::printable_text(p.source).c_str(),
                 count_of(p.entries, "entry", "entries").c_str(), targets.c_str(),
                 p.modules.size() == 1 ? "module" : "modules", modules.c_str());
   }
@@ -118,7 +120,8 @@ void print_text(const fd::report& r) {
   std::size_t sass = 0, cached = 0, jit = 0, none = 0;
   if (!r.modules.empty()) std::printf("loads:\n");
   for (const auto& m : r.modules) {
-    std::printf("  device %d (%s) %s/%s: ", m.device, core::sm_name(m.arch).c_str(), m.package.c_str(), m.module.c_str());
+    std::printf("  device %d (%s) %s/%s: ", m.device, core::sm_name(m.arch).c_str(),
+                core::printable_text(m.package).c_str(), core::printable_text(m.module).c_str());
     if (!m.fits) {
       ++none;
       std::printf("NOTHING FITS: %s\n", m.reason.c_str());

@@ -5,6 +5,7 @@
 #include "json_out.hpp"
 #include "tool.hpp"
 
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/kernel_names.hpp"
 
 #include <nlohmann/json.hpp>
@@ -52,7 +53,7 @@ void print_human(const package_file& pf) {
     }
     std::cout << pf.path;
     if (pf.embedded || pf.packages.size() > 1) std::cout << " [package " << p << "]";
-    std::cout << ": package '" << pkg.name() << "', format " << pkg.version_major() << "." << pkg.version_minor()
+    std::cout << ": package '" << core::printable_text(pkg.name()) << "', format " << pkg.version_major() << "." << pkg.version_minor()
               << ", " << count_of(pkg.entries().size(), "entry", "entries") << ", " << human_size(pkg.total_size()) << " (raw images "
               << human_size(raw) << ", stored " << human_size(stored) << ")\n";
     std::printf("  %-3s %-14s %-13s %-4s %-5s %-5s %12s %12s  %-16s %s\n", "#", "module", "target", "kind", "isa",
@@ -60,12 +61,13 @@ void print_human(const package_file& pf) {
     for (const auto& e : pkg.entries()) {
       // "; " between kernels: a demangled name has commas of its own.
       std::string kernels;
-      for (auto k : e.kernels) kernels += (kernels.empty() ? "" : "; ") + core::describe_kernel(k).display;
+      for (auto k : e.kernels)
+        kernels += (kernels.empty() ? "" : "; ") + core::printable_text(core::describe_kernel(k).display);
       if (e.in_link_group())
         kernels += (kernels.empty() ? "" : " ") + std::string("[link part ") + std::to_string(e.link_part + 1) + "/" +
                    std::to_string(e.link_parts) + "]";
       std::printf("  %-3zu %-14s %-13s %-4s %-5s %-5s %12llu %12llu  %-16s %s\n", e.index,
-                  std::string(e.module_name).c_str(), e.target.str().c_str(), core::kind_name(e.target.kind),
+                  core::printable_text(e.module_name).c_str(), e.target.str().c_str(), core::kind_name(e.target.kind),
                   e.target.kind == core::entry_kind::ptx ? e.ptx_isa.str().c_str() : "-", core::codec_name(e.codec),
                   static_cast<unsigned long long>(e.raw_size), static_cast<unsigned long long>(e.stored_size),
                   core::hex16(e.raw_xxh3).c_str(), kernels.c_str());

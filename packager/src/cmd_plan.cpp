@@ -4,6 +4,7 @@
 #include "tool.hpp"
 
 #include "fatpack/core/arch_table.hpp"
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/select.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,9 +18,10 @@ namespace fatpack::tool {
 namespace {
 
 // "sm_86", "86", "8.6" -> 86. A GPU is a compute capability: a/f suffixes name code, not devices.
-std::uint32_t parse_gpu(const std::string& text) {
+// `option` names the option the text came from in the message (--gpu or --require).
+std::uint32_t parse_gpu(const std::string& text, const char* option) {
   auto cc = core::parse_compute_capability(text, core::cc_suffix::reject);
-  if (!cc) throw usage_error{"--gpu " + cc.error().message};
+  if (!cc) throw usage_error{std::string(option) + " " + cc.error().message};
   return *cc;
 }
 
@@ -46,10 +48,16 @@ command_runner add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Show which entry each GPU would load and why every other entry is refused (the runtime's own rules). "
               "Without --gpu or --require: a matrix over every architecture nvcc knows plus future ones (sm_130, sm_200)");
-  cmd->add_option("--gpu", o->gpus, "GPUs by compute capability: sm_86, 86 or 8.6; a comma-separated list, repeatable");
+  // One list per occurrence (allow_extra_args(false)): in `plan --json --gpu sm_90 app` the file after
+  // the list is the file, not one more GPU.
+  cmd->add_option("--gpu", o->gpus, "GPUs by compute capability: sm_86, 86 or 8.6; a comma-separated list, repeatable")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--require", o->required,
                   "CI gate: exit 1 when one of these GPUs (sm_75,sm_90,...; repeatable) would get nothing from a module "
-                  "of the file, naming the GPU, the module and why; they are planned like --gpu");
+                  "of the file, naming the GPU, the module and why; they are planned like --gpu")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--driver", o->driver,
                   "CUDA version of the driver, e.g. 12.4 (limits the PTX ISA it accepts; default: not checked)");
   cmd->add_option("--nvjitlink", o->nvjitlink,
@@ -79,11 +87,11 @@ command_runner add_plan_command(CLI::App& app) {
                                 : o->policy == "sass_only" ? fatpack::policy::sass_only
                                                            : fatpack::policy::prefer_sass;
     std::vector<std::uint32_t> gpus;
-    for (const auto& g : list_items(o->gpus)) gpus.push_back(parse_gpu(g));
+    for (const auto& g : list_items(o->gpus)) gpus.push_back(parse_gpu(g, "--gpu"));
     if (!o->gpus.empty() && gpus.empty()) throw usage_error{"--gpu: no GPU given"};
     std::vector<std::uint32_t> required;
     for (const auto& g : list_items(o->required)) {
-      const std::uint32_t cc = parse_gpu(g);
+      const std::uint32_t cc = parse_gpu(g, "--require");
       required.push_back(cc);
       if (std::find(gpus.begin(), gpus.end(), cc) == gpus.end()) gpus.push_back(cc);
     }
@@ -201,7 +209,8 @@ command_runner add_plan_command(CLI::App& app) {
     std::cout << std::flush;
     for (const auto& m : missing)
       print_error("--require: " + m["device"].get<std::string>() + " gets nothing from package '" +
-                  m["package"].get<std::string>() + "', module '" + m["module"].get<std::string>() +
+                  core::printable_text(m["package"].get<std::string>()) + "', module '" +
+                  core::printable_text(m["module"].get<std::string>()) +
                   "': " + m["why"].get<std::string>());
     if (!missing.empty()) return exit_failure;
     if (!required.empty() && !o->json) {

@@ -141,7 +141,9 @@ command_runner add_warm_command(CLI::App& app) {
   add_cache_path_option(*cmd, args->path);
   cmd->add_option("--target", args->targets,
                   "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120, repeatable (the driver's "
-                  "cross-target JIT; any CC the installed driver knows)");
+                  "cross-target JIT; any CC the installed driver knows)")
+      ->allow_extra_args(false)  // one list per --target: the packages after it are packages
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("-q,--quiet", args->quiet, "Print only failures and the summary line");
   cmd->add_option("packages", args->packages,
                   "Packages (.fpk), or programs and libraries that embed packages (found as `inspect` finds them)")

@@ -10,6 +10,7 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 struct expander {
   std::vector<std::string> out;
   bool after_dashes = false;  // a `--` was seen: the rest is nvcc's, taken as is
+  std::size_t files_read = 0;
 
   core::status add(const std::string& word, bool literal, int depth, const std::string& from) {
     if (out.size() >= max_response_words)
@@ -28,6 +29,11 @@ struct expander {
       return core::make_error(core::errc::invalid_argument,
                               "@" + path + ": response files nest more than " + std::to_string(max_response_depth) +
                                   " deep (does a file name itself?), reached from " + from);
+    if (files_read >= max_response_files)
+      return core::make_error(core::errc::invalid_argument,
+                              "@" + path + ": the command line reads more than " + std::to_string(max_response_files) +
+                                  " response files, reached from " + from);
+    ++files_read;
     auto bytes = read_file_bounded(path, max_response_file_size, "the response file size limit", "built in");
     if (!bytes)
       return core::make_error(core::errc::invalid_argument, "response file @" + bytes.error().message);

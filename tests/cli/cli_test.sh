@@ -103,6 +103,7 @@ cache_warm)
   expect_in out.txt "^has SASS +w/vadd for sm_86: "
   expect_in out.txt "^compiled +w/vadd for sm_100"
   expect_in out.txt "^compiled +w/vadd for sm_120"
+  run 0 "$fatpack" warm -q --path "$c" --target sm_100 w.fpk w.fpk  # one list per --target: then packages
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['schema_version'] == 1 and d['stats']['entries'] == 3, d"
   run 0 "$fatpack" cache list --path "$c" --json
@@ -147,6 +148,11 @@ cache_warm)
   TMPDIR=$work/warm-tmp run 0 "$fatpack" warm --path "$work/from-object" --target sm_100 w.o
   expect_in out.txt "^compiled +w/vadd for sm_100"
   [ -z "$(ls -A warm-tmp)" ] || fail "warm left in TMPDIR: $(ls -A warm-tmp)"
+  # ... and so is a static library holding that object: ar places a member at any even offset (here
+  # 4 past an 8-aligned one, after a 3-byte member), the package is aligned within its member.
+  printf abc > odd.txt && ar rc w.a odd.txt w.o || fail "cannot make the archive w.a"
+  run 0 "$fatpack" inspect w.a
+  expect_in out.txt "^w.a \\[package 0\\]: package 'w'"
   # A relative --path names a directory under the current one (the runtime itself wants absolute).
   run 0 "$fatpack" warm --path rel-cache --target sm_100 w.fpk
   run 0 "$fatpack" cache stats --path rel-cache --json
@@ -198,6 +204,13 @@ doctor)
   FATPACK_CACHE_PATH=$work/empty FATPACK_CACHE_PREBUILT_PATH=$work/cache run 0 "$fatpack" doctor app
   expect_in out.txt "^  prebuilt $work/cache: present, 1 entry"
   expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS in the cache \\(prebuilt $work/cache\\)"
+  # Package and module names are outside input: shown with control bytes escaped, never as a
+  # terminal escape sequence (before: ESC went to the terminal as is).
+  run 0 "$fatpack" pack -o esc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "$art/vadd.sm_80.cubin"
+  run 1 "$fatpack" doctor esc.fpk  # nothing fits device 0 (sm_90)
+  if grep -q "$(printf '\033')" out.txt; then fail "doctor printed an ESC byte: $(cat -v out.txt)"; fi
+  expect_in out.txt "^package 'p\\\\x1bx' \\(esc.fpk\\): 1 entry: sm_80; module m\\\\x1by$"
+  expect_in out.txt "device 1 \\(sm_80\\) p\\\\x1bx/m\\\\x1by: sm_80"
   FATPACK_CACHE_DISABLE=1 run 0 "$fatpack" doctor app
   expect_in out.txt "^cache: +disabled: FATPACK_CACHE_DISABLE is set"
   expect_in out.txt "JIT at every start"
@@ -566,7 +579,17 @@ plan_require)
   expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
   run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
   run 2 "$fatpack" plan --require sm_9x rp.fpk
+  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability"  # was: --gpu 'sm_9x'
   run 2 "$fatpack" plan --require , rp.fpk
+  # Names are outside input: the message shows control bytes escaped.
+  run 0 "$fatpack" pack -o resc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "${cubins[0]}"
+  run 1 "$fatpack" plan --require sm_90 resc.fpk
+  expect_in err.txt "gets nothing from package 'p\\\\x1bx', module 'm\\\\x1by'"
+  if grep -q "$(printf '\033')" err.txt; then fail "plan printed an ESC byte: $(cat -v err.txt)"; fi
+  # One list per occurrence: the file after a list is the file, wherever the list stands.
+  run 0 "$fatpack" plan --json --require sm_90 rp.fpk
+  json "assert d['require']['devices']==['sm_90'], d['require']"
+  run 0 "$fatpack" plan --json --gpu sm_90 rp.fpk
   ;;
 depfile_escapes)
   # --depfile with names Make must be told apart: a space, '#', '$' and a backslash. A stand-in nvcc
@@ -625,6 +648,13 @@ response_files)
   python3 -c "print('x ' * 100001)" > many.rsp
   run 2 "$fatpack" inspect @many.rsp
   expect_in err.txt "^fatpack: error: response file @many.rsp: the command line expands to more than 100000 arguments$"
+  # Empty files named many times over: without a bound on the files read, @fan2.rsp reads empty.rsp
+  # 2000 x 2000 times (it hung); the 1001st file read is refused.
+  : > empty.rsp
+  python3 -c "print('@empty.rsp ' * 2000)" > fan1.rsp
+  python3 -c "print('@fan1.rsp ' * 2000)" > fan2.rsp
+  run 2 timeout 20 "$fatpack" inspect @fan2.rsp
+  expect_in err.txt "^fatpack: error: @empty.rsp: the command line reads more than 1000 response files, reached from response file @fan1.rsp$"
   printf 'a\0b' > nul.rsp
   run 2 "$fatpack" inspect @nul.rsp
   expect_in err.txt "NUL byte"
@@ -846,6 +876,14 @@ for e in d['packages'][0]['entries']:
     assert named['_ZN5mylib6affineIfLi256EEEvPKT_PS1_i'] == 'void mylib::affine<float, 256>(float const*, float*, int)', named
     assert named['_ZN5mylib5scaleEPdd'] == 'mylib::scale(double*, double)', named
     assert named['plain_c'] == 'plain_c', named"
+  # A cubin's symbols (and the package and module names) are outside input: the table shows control
+  # bytes escaped, never a terminal escape sequence (before: ESC [7m went to the terminal as is).
+  python3 -c "import sys; b=open(sys.argv[1],'rb').read(); open('esc.cubin','wb').write(b.replace(b'vadd', b'v\x1b[7'))" "$art/vadd.sm_90.cubin"
+  run 0 "$fatpack" pack -o esc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" esc.cubin
+  run 0 "$fatpack" inspect esc.fpk
+  if grep -q "$(printf '\033')" out.txt; then fail "inspect printed an ESC byte: $(cat -v out.txt)"; fi
+  expect_in out.txt 'v\\x1b\[7'
+  expect_in out.txt "package 'p\\\\x1bx'"
   ;;
 json_non_utf8)
   # Names are outside input: invalid UTF-8 in a module or package name must not abort --json (nlohmann

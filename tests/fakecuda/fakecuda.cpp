@@ -1572,6 +1572,10 @@ FAKECUDA_EXPORT CUresult cuModuleUnload(CUmodule m) { return fk_cuModuleUnload(m
 FAKECUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   return fk_cuModuleGetFunction(f, m, name);
 }
+FAKECUDA_EXPORT CUresult cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) {
+  return fk_cuLibraryGetKernel(k, l, name);
+}
+FAKECUDA_EXPORT CUresult cuKernelGetFunction(CUfunction* f, CUkernel k) { return fk_cuKernelGetFunction(f, k); }
 FAKECUDA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                         unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void** params,
                                         void** extra) {

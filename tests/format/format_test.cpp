@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 
@@ -162,6 +163,42 @@ TEST_CASE("concatenated packages and packages embedded in other bytes are found"
   REQUIRE(found.size() == 1);
   CHECK(found[0] == at);
   CHECK(skipped.size() == 1);
+}
+
+TEST_CASE("a package in a member of an ar archive is found (members start at even, not 8-aligned, offsets)") {
+  const auto a = build(codec::lz4);
+  // One ar member: the 60-byte header (name, date, uid, gid, mode, decimal size at 48, "`\n"), the
+  // data, a pad byte to an even offset.
+  auto member = [](std::string& ar, const std::string& name, const std::string& data) {
+    char header[61];
+    std::snprintf(header, sizeof header, "%-16s%-12s%-6s%-6s%-8s%-10zu`\n", name.c_str(), "0", "0", "0", "644",
+                  data.size());
+    ar += std::string(header, 60) + data;
+    if (data.size() & 1) ar += '\n';
+  };
+  auto bytes = [](const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
+  // An object whose package section is 64-aligned within it, as an embedded package is.
+  const std::string object = std::string(64, '\x90') + std::string(a.begin(), a.end()) + std::string(24, '\0');
+  std::string ar = "!<arch>\n";
+  member(ar, "first.o/", "abc");  // odd: the next member's data starts 4 past an 8-aligned offset
+  const std::size_t data_at = ar.size() + 60;
+  member(ar, "kernels.o/", object);
+  REQUIRE((data_at + 64) % 8 != 0);
+  const auto archive = bytes(ar);
+  const auto found = find_embedded_packages(byte_span(archive));
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == data_at + 64);
+  // A BSD long name ("#1/<n>": the name is the first n bytes of the data) moves the object's start.
+  std::string bsd = "!<arch>\n";
+  member(bsd, "#1/14", "kernels_long.o" + object);
+  const auto bsd_archive = bytes(bsd);
+  const auto found_bsd = find_embedded_packages(byte_span(bsd_archive));
+  REQUIRE(found_bsd.size() == 1);
+  CHECK(found_bsd[0] == 8 + 60 + 14 + 64);
+  // A damaged member header: the whole file is scanned as before (nothing at an aligned offset here).
+  auto damaged = archive;
+  damaged[8 + 58] = 'x';
+  CHECK(find_embedded_packages(byte_span(damaged)).empty());
 }
 
 TEST_CASE("two packages of one name in one file are refused, naming both") {

@@ -14,6 +14,10 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#if defined(__unix__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 using namespace fatpack::core;
 
@@ -794,6 +798,29 @@ TEST_CASE("image_extent: real nvcc cubins, PTX and fatbins give their file size;
   CHECK(bad.error().message.find("section header table") != std::string::npos);
   CHECK_FALSE(image_extent(nullptr, 100).has_value());
 }
+
+#if defined(__unix__)
+// An image shorter than a magic, right before unreadable memory: "" and "\x7f" (the first byte of the
+// ELF magic) end at their NUL, and nothing after it is read (a 4-byte memcmp read into the guard page
+// and crashed).
+TEST_CASE("image_extent: a string shorter than a magic is read no further than its NUL") {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  void* m = ::mmap(nullptr, std::size_t(2 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  auto* guard = static_cast<std::uint8_t*>(m) + page;
+  REQUIRE(::mprotect(guard, std::size_t(page), PROT_NONE) == 0);
+  guard[-1] = 0;
+  auto empty = image_extent(guard - 1, std::size_t(1) << 30);
+  REQUIRE_FALSE(empty.has_value());
+  CHECK(empty.error().reason == errc::unknown_kind);
+  guard[-2] = 0x7f;
+  auto del = image_extent(guard - 2, std::size_t(1) << 30);
+  CHECK_FALSE(del.has_value());
+  guard[-2] = 0x50;  // the fatbin magic's first byte
+  CHECK_FALSE(image_extent(guard - 2, std::size_t(1) << 30).has_value());
+  ::munmap(m, std::size_t(2 * page));
+}
+#endif
 
 // Separate compilation (nvcc -rdc=true): a relocatable cubin is not loadable as it is. rdc_kernel.cu
 // calls rdc_scale, defined in rdc_device.cu; rdc.sm_90.cubin is their nvcc -dlink -cubin output.

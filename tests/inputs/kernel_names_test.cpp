@@ -126,6 +126,18 @@ TEST_CASE("kernel names: queries against nvcc's names") {
   }
 }
 
+// A cubin's symbols are outside input: any byte but NUL. A list in a message shows control bytes
+// escaped (before: a raw line break or terminal escape sequence went into the message).
+TEST_CASE("kernel names: list_kernels escapes control bytes and bounds each name") {
+  const std::vector<std::string> symbols = {"ok", "v\x1b[7mX\nfatpack: fine", std::string(5000, 'a')};
+  const auto ks = core::describe_kernels(symbols);
+  const std::string list = core::list_kernels(ks, false);
+  CHECK(list.find('\x1b') == std::string::npos);
+  CHECK(list.find('\n') == std::string::npos);
+  CHECK(list.find("v\\x1b[7mX\\x0afatpack: fine") != std::string::npos);
+  CHECK(list.size() < 2 * core::k_max_listed_name);
+}
+
 TEST_CASE("kernel names: g++ symbols: operators, non-type and enum arguments, packs, references") {
   struct row {
     const char* symbol;

@@ -61,11 +61,16 @@
 #include "gpu_support.hpp"
 
 #include "fatpack/fatpack.h"
+#include "fatpack/core/package.hpp"
 
 #include <cuda.h>  // types only: every call goes through fatpack::driver_entry_point
 
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -351,6 +356,85 @@ int main(int argc, char** argv) {
       auto wrong = m.kernel<const float*, float*>("mylib::affine<float, 256>");
       EXPECT(!wrong && has(wrong.error().message, "takes 3 parameters, 2 arguments were given"), "wrong count: %s",
              wrong ? "accepted" : wrong.error().what());
+    });
+    run_case("no-param-info: a PTX entry that claims a huge raw size costs no exception, only the check", [] {
+      // A package whose SASS loads and whose zstd PTX entry (never loaded) claims 1 GiB of raw text, as
+      // much as its ~50 KB stored payload may claim (32768x). Reading the .param list allocated that
+      // with std::vector: under an address-space limit the bad_alloc left kernel<...>().
+      auto ptx = read_file("typed.compute_80.ptx");
+      std::string pad = "\n//";
+      std::uint64_t x = 88172645463325252ull;
+      for (int i = 0; i < 100000; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        pad += "0123456789abcdef"[x & 15];
+      }
+      ptx.insert(ptx.end(), pad.begin(), pad.end());
+      ptx.push_back('\n');
+      std::vector<fatpack::core::entry_input> entries;
+      for (const auto& [item, bytes] : {std::make_pair(std::string("typed.sm_90.cubin"), read_file("typed.sm_90.cubin")),
+                                        std::make_pair(std::string("typed.compute_80.ptx"), ptx)}) {
+        auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), item, "typed_huge");
+        EXPECT(r.has_value(), "import %s: %s", item.c_str(), r ? "" : r.error().message.c_str());
+        if (r) entries.insert(entries.end(), r->begin(), r->end());
+      }
+      fatpack::core::pack_options zstd;
+      zstd.codec = fatpack::core::codec::zstd;
+      auto pkg = fatpack::core::write_package("typed_huge", entries, zstd);
+      EXPECT(pkg.has_value(), "write_package: %s", pkg ? "" : pkg.error().message.c_str());
+      if (!pkg) return;
+      std::vector<std::uint8_t>& b = *pkg;
+      auto view = fatpack::core::package_view::parse(fatpack::core::byte_span(b), "typed_huge");
+      EXPECT(view.has_value(), "parse: %s", view ? "" : view.error().message.c_str());
+      if (!view) return;
+      // docs/format.md §3-§4: header_size at 0x0C, entry_size 0x24, string table 0x28/0x30, tables
+      // checksum 0x48; in an entry, raw_size at 0x20 and block_size at 0x38.
+      auto get = [&](std::size_t at, int n) { std::uint64_t v = 0; std::memcpy(&v, b.data() + at, n); return v; };
+      std::size_t ptx_index = 0;
+      while (view->entries()[ptx_index].target.kind != fatpack::core::entry_kind::ptx) ++ptx_index;
+      const std::uint64_t stored = view->entries()[ptx_index].stored_size;
+      const std::uint64_t claim = std::min<std::uint64_t>((stored - 4) * 32768, std::uint64_t(1) << 30);
+      EXPECT(claim == std::uint64_t(1) << 30, "the padded PTX stores only %llu bytes", (unsigned long long)stored);
+      const std::size_t rec = get(0x0C, 4) + ptx_index * get(0x24, 4);
+      const std::uint32_t block = 1u << 30;
+      std::memcpy(b.data() + rec + 0x20, &claim, 8);
+      std::memcpy(b.data() + rec + 0x38, &block, 4);
+      std::vector<std::uint8_t> tables(b.begin(), b.begin() + std::ptrdiff_t(get(0x28, 8) + get(0x30, 8)));
+      std::memset(tables.data() + 0x48, 0, 8);
+      const std::uint64_t sum = fatpack::core::xxh3(fatpack::core::byte_span(tables));
+      std::memcpy(b.data() + 0x48, &sum, 8);
+      auto added = fatpack::add_package_memory(b.data(), b.size(), "typed_huge");
+      EXPECT(added.ok(), "add_package_memory: %s", added ? "" : added.error().what());
+      if (!added) return;
+      static std::vector<std::uint8_t> keep;  // registered bytes stay
+      keep = std::move(b);
+      auto m = load("typed_huge");
+      std::fflush(stdout);
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        // At most 256 MiB more address space than now: a 1 GiB allocation fails.
+        std::ifstream st("/proc/self/status");
+        std::string line;
+        unsigned long long vm_kb = 0;
+        while (std::getline(st, line))
+          if (line.rfind("VmSize:", 0) == 0) vm_kb = std::strtoull(line.c_str() + 7, nullptr, 10);
+        const rlim_t cap = rlim_t(vm_kb) * 1024 + (rlim_t(256) << 20);
+        const rlimit rl{cap, cap};
+        if (vm_kb == 0 || ::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(3);
+        try {
+          auto k = m.kernel<const float*, char, double, int, float*>("mix");
+          const bool ok = k && !k->checked() && has(k->check_note(), "out of host memory");
+          if (!ok) std::printf("  child: %s\n", k ? k->check_note().c_str() : k.error().what());
+          std::fflush(stdout);
+          ::_exit(ok ? 0 : 1);
+        } catch (const std::exception& e) {
+          std::printf("  child: exception from kernel<...>(): %s\n", e.what());
+          std::fflush(stdout);
+          ::_exit(2);
+        }
+      }
+      int status = 0;
+      EXPECT(pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+             "child status %d (1: no note, 2: exception, 3: no limit set)", status);
     });
     run_case("no-param-info: no PTX in the package either: unchecked, and it says so", [] {
       auto m = load("typed_sass");
@@ -1045,9 +1129,30 @@ int main(int argc, char** argv) {
       EXPECT(has(e.message, fatpack::driver_library()), "no driver in: %s", e.message.c_str());
       std::printf("  %s\n", e.message.c_str());
     }
+    // A name with a NUL byte is not the name before it: the driver, which takes a C string, must not
+    // be asked for "c_affine" (set_global_bytes overwrote c_affine before this was refused).
+    const std::string cut("c_affine\0x", 10);
+    {
+      auto r = m.global(cut);
+      EXPECT(!r && r.error().code == fatpack::errc::invalid_argument && has(r.error().message, "NUL byte") &&
+                 has(r.error().message, "c_affine\\x00x"),
+             "global(\"c_affine\\0x\"): %s", r ? "found c_affine" : r.error().what());
+      const affine_params other{9.0f, 9.0f, 9};
+      const fatpack::status cut_set = m.set_global_bytes(cut, &other, sizeof other);
+      EXPECT(!cut_set && cut_set.error().code == fatpack::errc::invalid_argument,
+             "set_global_bytes(\"c_affine\\0x\"): %s", cut_set ? "wrote c_affine" : cut_set.error().what());
+      auto still = m.get_global<affine_params>("c_affine");
+      EXPECT(still && still->count == n, "c_affine after the refused write: %s",
+             still ? "overwritten" : still.error().what());
+    }
     auto none = m.global("no_such_variable");
     EXPECT(!none && none.error().code == fatpack::errc::not_found && has(none.error().message, "no_such_variable"),
            "no_such_variable: %s", none ? "found" : none.error().what());
+    // A C++ name inside a namespace is not the variable's symbol: the error names the mangled one.
+    auto scoped = m.global("ns::c_scale");
+    EXPECT(!scoped && scoped.error().code == fatpack::errc::not_found &&
+               has(scoped.error().message, "by its mangled symbol, here \"_ZN2ns7c_scaleE\""),
+           "ns::c_scale: %s", scoped ? "found" : scoped.error().what());
     if (!g_fake) {
       // affine reads c_affine: y = 2x - 1 over n elements, once.
       auto k = m.kernel<const float*, float*>("affine");

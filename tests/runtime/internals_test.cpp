@@ -187,6 +187,7 @@ TEST_CASE("the fake JIT's cubin parses with core::parse_cubin") {
 
 #include "jit/service.hpp"
 #include "registry/registry.hpp"
+#include "registry/image_names.hpp"
 
 #include "test_support.hpp"
 
@@ -503,4 +504,32 @@ TEST_CASE("nvJitLink gets the same options in its syntax: -maxrregcount=32 limit
   CHECK(registers_used(free_run->info_log) > 32);
   CHECK(registers_used(limited->info_log) > 0);
   CHECK(registers_used(limited->info_log) <= 32);
+}
+
+// The ports name images by XXH3 and size; a hash that collides (made on purpose: XXH3 resists no
+// such attack) must never let a different image share the first one's package.
+TEST_CASE("port image names: equal bytes share a name, a colliding hash with other bytes does not") {
+  using fatpack::detail::image_names;
+  image_names names;
+  const std::vector<std::uint8_t> a{1, 2, 3, 4}, b{1, 2, 3, 5}, c{9, 9, 9, 9};
+  const std::uint64_t same_hash = 0x1234;  // as if all three collided
+
+  auto first = names.name_of(a.data(), a.size(), same_hash);
+  CHECK(first.is_new);
+  names.keep(a.data(), a.size(), same_hash);
+  auto again = names.name_of(a.data(), a.size(), same_hash);
+  CHECK_FALSE(again.is_new);
+  CHECK(again.name == first.name);
+
+  auto other = names.name_of(b.data(), b.size(), same_hash);
+  CHECK(other.is_new);
+  CHECK(other.name != first.name);
+  names.keep(b.data(), b.size(), same_hash);
+  CHECK(names.name_of(b.data(), b.size(), same_hash).name == other.name);
+  CHECK(names.name_of(a.data(), a.size(), same_hash).name == first.name);
+
+  auto third = names.name_of(c.data(), c.size(), same_hash);
+  CHECK(third.is_new);
+  CHECK(third.name != first.name);
+  CHECK(third.name != other.name);
 }

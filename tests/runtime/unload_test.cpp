@@ -127,3 +127,28 @@ TEST_CASE("a library with its own runtime keeps its packages to itself") {
 }
 
 #endif
+
+#if defined(LYING_NOTES_PATH)
+// A library whose .note.fatpack notes lie (lying_notes.cpp): 23 notes, none valid. Each is skipped,
+// nothing outside the library is read, and a lookup's message names the first few and counts the
+// rest (it held every one: a library with 100000 such notes made an 11 MB message).
+TEST_CASE("a library whose fatpack notes lie: every note skipped, the message bounded and printable") {
+  void* h = dlopen(LYING_NOTES_PATH, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(h != nullptr, dlerror());
+  auto m = fatpack::load_module("no_module_is_named_this");
+  REQUIRE_FALSE(m.has_value());
+  const std::string what = m.error().message;
+  INFO(what);
+  CHECK(what.find("4-byte descriptor") != std::string::npos);
+  CHECK(what.find("points outside it") != std::string::npos);
+  CHECK(what.find("magic/version 0x5a5a5a5a") != std::string::npos);
+  CHECK(what.find("and 15 more") != std::string::npos);
+  CHECK(what.find("embedded package 'evil\\x1b[7m'") != std::string::npos);
+  CHECK(what.find('\x1b') == std::string::npos);
+  CHECK(what.size() < 4000);
+  dlclose(h);
+  auto after = fatpack::load_module("no_module_is_named_this");
+  REQUIRE_FALSE(after.has_value());
+  CHECK(after.error().message.find("lying") == std::string::npos);
+}
+#endif

@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -331,9 +332,13 @@ result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_vi
   return out;
 }
 
-std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped, std::uint64_t* work) {
-  std::vector<std::uint64_t> found;
-  std::uint64_t off = 0, steps = 0;
+namespace {
+
+// The scan of find_embedded_packages over one run of bytes whose offset 0 is the alignment base (a
+// file, or one member of an ar archive); offsets are appended relative to `bytes`, plus `base`.
+void scan_aligned(byte_span bytes, std::uint64_t base, std::vector<std::uint64_t>& found,
+                  std::vector<error>* skipped, std::uint64_t& steps) {
+  std::uint64_t off = 0;
   while (off + sizeof package_magic <= bytes.size) {
     // memchr for the first magic byte, then align: quicker than testing every 8-byte slot.
     const void* hit = std::memchr(bytes.data + off, package_magic[0], std::size_t(bytes.size - off));
@@ -351,9 +356,9 @@ std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<e
       const std::uint64_t declared = rest.size >= layout::h_total_size + 8 ? get64(rest.data + layout::h_total_size) : 0;
       const bool plausible = declared >= header_size_v1 && declared % payload_alignment == 0 && declared <= rest.size;
       steps += plausible ? declared : sizeof package_magic;
-      auto pv = package_view::parse(rest, "offset " + hex(pos));
+      auto pv = package_view::parse(rest, "offset " + hex(base + pos));
       if (pv) {
-        found.push_back(pos);
+        found.push_back(base + pos);
         off = pos + pv->total_size();
         continue;
       }
@@ -368,6 +373,55 @@ std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<e
       }
     }
     off = pos + 1;
+  }
+}
+
+// The members of a System V / GNU ar archive ("!<arch>\n", then per member a 60-byte header whose
+// size field is decimal at offset 48, the data, and a pad byte to an even offset). A member's data
+// starts at any even offset of the archive, but the sections inside it are aligned relative to the
+// member's start, so each member is scanned by itself. A BSD name ("#1/<n>") is the first n bytes of
+// the data. Returns false at the first header that does not parse (the rest is not walked).
+bool for_each_ar_member(byte_span bytes, const std::function<void(std::uint64_t, byte_span)>& fn) {
+  constexpr std::uint64_t header_size = 60;
+  std::uint64_t off = 8;
+  while (off + header_size <= bytes.size) {
+    const std::uint8_t* h = bytes.data + off;
+    if (h[58] != '`' || h[59] != '\n') return false;
+    std::uint64_t size = 0;
+    std::size_t i = 48;
+    for (; i < 58 && h[i] >= '0' && h[i] <= '9'; ++i) size = size * 10 + std::uint64_t(h[i] - '0');  // 10 digits fit
+    if (i == 48) return false;
+    for (; i < 58; ++i)
+      if (h[i] != ' ') return false;
+    std::uint64_t data = off + header_size;
+    if (size > bytes.size - data) return false;
+    std::uint64_t name_in_data = 0;
+    if (std::memcmp(h, "#1/", 3) == 0) {
+      for (std::size_t j = 3; j < 16 && h[j] >= '0' && h[j] <= '9'; ++j) name_in_data = name_in_data * 10 + std::uint64_t(h[j] - '0');
+      if (name_in_data > size) return false;
+    }
+    fn(data + name_in_data, bytes.subspan(std::size_t(data + name_in_data), std::size_t(size - name_in_data)));
+    off = data + size + (size & 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> find_embedded_packages(byte_span bytes, std::vector<error>* skipped, std::uint64_t* work) {
+  std::vector<std::uint64_t> found;
+  std::uint64_t steps = 0;
+  const std::size_t skipped_before = skipped ? skipped->size() : 0;
+  const bool ar = bytes.size >= 8 && std::memcmp(bytes.data, "!<arch>\n", 8) == 0;
+  if (!ar || !for_each_ar_member(bytes, [&](std::uint64_t base, byte_span member) {
+        scan_aligned(member, base, found, skipped, steps);
+      })) {
+    // Not an archive, or one whose member headers do not parse: the whole file, aligned to its start
+    // (packages already found in members are found again; start over).
+    found.clear();
+    if (skipped) skipped->erase(skipped->begin() + std::ptrdiff_t(skipped_before), skipped->end());
+    steps = 0;
+    scan_aligned(bytes, 0, found, skipped, steps);
   }
   if (work) *work = steps;
   return found;

@@ -65,16 +65,22 @@ result<std::size_t> elf_extent(const std::uint8_t* p, std::size_t limit) {
 result<std::size_t> image_extent(const void* image, std::size_t limit) {
   if (!image) return make_error(errc::invalid_argument, "null image");
   const auto* p = static_cast<const std::uint8_t*>(image);
-  // The first 4 bytes are read to know the kind: every image kind is longer.
+  // The magic is compared byte by byte, stopping at the first difference: a short PTX-like string
+  // ("" or "x") ends with its NUL before 4 bytes, and memcmp may read all 4 (past the caller's memory).
   if (limit < 4) return make_error(errc::truncated, "an image needs at least 4 bytes");
   static const std::uint8_t elf[4] = {0x7f, 'E', 'L', 'F'};
   static const std::uint8_t fatbin[4] = {0x50, 0xED, 0x55, 0xBA};
-  if (std::memcmp(p, elf, 4) == 0) {
+  auto starts_with = [p](const std::uint8_t(&magic)[4]) {
+    for (int i = 0; i < 4; ++i)
+      if (p[i] != magic[i]) return false;
+    return true;
+  };
+  if (starts_with(elf)) {
     if (limit < 20 || p[4] != 2 || p[5] != 1 || get<std::uint16_t>(p, 18) != 190)
       return make_error(errc::bad_magic, "an ELF file that is not a 64-bit little-endian CUDA cubin (e_machine 190)");
     return elf_extent(p, limit);
   }
-  if (std::memcmp(p, fatbin, 4) == 0) {
+  if (starts_with(fatbin)) {
     if (limit < 16) return too_large("the fatbin header", 16, limit);
     const auto header = get<std::uint16_t>(p, 6);
     const auto size = get<std::uint64_t>(p, 8);

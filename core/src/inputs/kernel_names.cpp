@@ -4,6 +4,8 @@
 // query of k_max_kernel_query bytes costs linear time and no recursion.
 #include "fatpack/core/kernel_names.hpp"
 
+#include "fatpack/core/hex.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -442,8 +444,10 @@ std::string list_kernels(const std::vector<kernel_name>& kernels, const std::vec
     }
     const kernel_name& k = kernels[i];
     if (shown) s += ", ";
-    s += k.display;
-    if (with_symbols && k.display != k.symbol) s += " [" + k.symbol + "]";
+    // Names come from the package (a cubin's symbols may hold any byte but NUL): control bytes are
+    // escaped, so that a message cannot carry a line break or a terminal's escape sequence.
+    s += printable_text(k.display, k_max_listed_name);
+    if (with_symbols && k.display != k.symbol) s += " [" + printable_text(k.symbol, k_max_listed_name) + "]";
     ++shown;
   }
   return s;

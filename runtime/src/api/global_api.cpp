@@ -2,19 +2,47 @@
 // address and size from the driver, host bytes copied in the code's context after a size check.
 #include "api/code_context.hpp"
 
+#include "fatpack/core/hex.hpp"
 #include "fatpack/fatpack.hpp"
+
+#include <cctype>
+#include <string>
 
 namespace fatpack {
 
 namespace {
 
+// The caller's name as a message shows it: control bytes escaped, at most 200 bytes.
 std::string global_where(const detail::module_state& s, const std::string& name) {
-  return "global '" + name + "' of " + detail::code_where(s);
+  return "global '" + core::printable_text(name, 200) + "' of " + detail::code_where(s);
+}
+
+// For a name not found: a C++ name inside namespaces ("ns::c_scale", each part an identifier) is not
+// the variable's symbol, which is mangled ("_ZN2ns7c_scaleE"); kernels are found by their C++ names,
+// so a user may well try the same for a variable. The hint names the symbol; "" for other names.
+std::string scoped_name_hint(const std::string& name) {
+  if (name.find("::") == std::string::npos || name.size() > 1024) return {};
+  std::string mangled = "_ZN";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = name.find("::", start);
+    const std::string part = name.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part.empty() || std::isdigit(static_cast<unsigned char>(part[0]))) return {};
+    for (const char c : part)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return {};
+    mangled += std::to_string(part.size()) + part;
+    if (end == std::string::npos) break;
+    start = end + 2;
+  }
+  return " (a variable inside a namespace is found by its mangled symbol, here \"" + mangled + "E\")";
 }
 
 // The variable's address and size, looked up in `ctx` (current during the call).
 result<global_info> find_global(const detail::module_state& s, const std::string& name, CUcontext ctx) {
   const detail::driver& d = *s.drv;
+  // The driver takes a C string: "a\0b" would be read as "a", another variable than the one asked for.
+  if (name.find('\0') != std::string::npos)
+    return error{errc::invalid_argument, 0, global_where(s, name) + ": the name holds a NUL byte", {}};
   if (s.lib && !d.cuLibraryGetGlobal)
     return error{errc::driver_symbol_missing, 0,
                  global_where(s, name) + ": the driver has no cuLibraryGetGlobal (CUDA 12.0); load the module with "
@@ -31,7 +59,8 @@ result<global_info> find_global(const detail::module_state& s, const std::string
   if (r != CUDA_SUCCESS)
     return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
                               global_where(s, name) + ": " +
-                                  d.call_failed(s.lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal", r));
+                                  d.call_failed(s.lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal", r) +
+                                  (r == CUDA_ERROR_NOT_FOUND ? scoped_name_hint(name) : std::string()));
   return global_info{static_cast<std::uint64_t>(ptr), size};
 }
 

@@ -14,10 +14,12 @@
 #include "api/code_context.hpp"
 #include "api/kernel_binding.hpp"
 #include "load/kernel_lookup.hpp"
+#include "platform/os.hpp"
 
 #include "fatpack/core/input.hpp"
 #include "fatpack/fatpack.hpp"
 
+#include <memory>
 #include <vector>
 
 namespace fatpack {
@@ -56,22 +58,30 @@ void package_params(const module_state& s, const std::string& name, const std::s
     return;
   }
   const auto& e = entries[pick];
-  std::vector<std::uint8_t> text;
+  // The entry may be one no load has read: its raw_size is only as large as the reader allows (up to
+  // the codec's expansion limit times the stored size), so the buffer is allocated without throwing
+  // and its failure is this note, as the loader does for the entry it loads.
+  std::unique_ptr<os::scratch_buffer> raw;
+  core::byte_span text;
   status read;
   if (e.codec == core::codec::none) {
-    const core::byte_span stored = view.stored_payload(pick);
-    if (stored.size == e.raw_size) text.assign(stored.data, stored.data + stored.size);
-    else read = error{errc::bad_package, 0, "stored size differs from the raw size", {}};
+    text = view.stored_payload(pick);
+    if (text.size != e.raw_size) read = error{errc::bad_package, 0, "stored size differs from the raw size", {}};
   } else {
-    text.resize(static_cast<std::size_t>(e.raw_size));
-    read = view.decompress_into(pick, text.data());
+    raw = std::make_unique<os::scratch_buffer>(static_cast<std::size_t>(e.raw_size));
+    if (!*raw) {
+      read = error{errc::bad_package, 0, "out of host memory for " + std::to_string(e.raw_size) + " bytes", {}};
+    } else {
+      read = view.decompress_into(pick, raw->data());
+      text = core::byte_span(raw->data(), static_cast<std::size_t>(e.raw_size));
+    }
   }
   const std::string where = "the PTX of package '" + s.package->name + "' (" + e.describe() + ")";
   if (!read) {
     note = why_not_driver + " and " + where + " could not be read (" + read.error().message + ")" + unchecked;
     return;
   }
-  auto ptx = core::parse_ptx(core::byte_span(text.data(), text.size()), where);
+  auto ptx = core::parse_ptx(text, where);
   // The .entry is named by the kernel's symbol, whatever name (a C++ one) the caller used.
   auto resolved = resolve_kernel(s, name);
   const std::string& symbol = resolved ? *resolved : name;

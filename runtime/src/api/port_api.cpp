@@ -6,8 +6,9 @@
 // Policy:
 //  - The image's size comes from its own header (core::image_extent), read no further than
 //    k_image_limit bytes.
-//  - The image is copied once per distinct image (XXH3 and size) into a one-module package the
-//    registry owns for the life of the process (add_image): the caller's bytes may go as soon as the
+//  - The image is copied once per distinct image into a one-module package the registry owns for
+//    the life of the process (add_image), and once more to tell images apart (registry/image_names.hpp:
+//    an XXH3 match counts only when the bytes are equal): the caller's bytes may go as soon as the
 //    call returns. A second load of the same bytes in the same context (a library: for the same
 //    device) shares the first one's module or library.
 //  - Each successful call holds one fatpack::module (fatpack::library); fatpackModuleUnload
@@ -29,6 +30,7 @@
 
 #include "platform/driver.hpp"
 #include "platform/log.hpp"
+#include "registry/image_names.hpp"
 #include "registry/registry.hpp"
 
 #include "fatpack/core/codec.hpp"
@@ -41,7 +43,6 @@
 #include <exception>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,7 @@ using holders = std::map<Handle, std::vector<Owner>>;
 
 struct port_state {
   std::mutex mu;
-  std::set<std::string> registered;  // image package names
+  fatpack::detail::image_names images;  // the name of each distinct image registered
   holders<CUmodule, fatpack::module> modules;
   holders<CUlibrary, fatpack::library> libraries;
 };
@@ -151,20 +152,19 @@ fatpack::result<std::string> register_image(const void* image, const char* call)
   }
   const fatpack::core::byte_span bytes(static_cast<const std::uint8_t*>(image), *size);
   const std::uint64_t h = fatpack::core::xxh3(bytes);
-  std::string name = "image-" + fatpack::core::hex_bytes(reinterpret_cast<const std::uint8_t*>(&h), sizeof h) + "-" +
-                     std::to_string(*size);
   auto& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
-  if (!st.registered.count(name)) {
-    if (auto s = fatpack::detail::registry::instance().add_image(image, *size, name, name); !s) {
+  auto named = st.images.name_of(bytes.data, bytes.size, h);
+  if (named.is_new) {
+    if (auto s = fatpack::detail::registry::instance().add_image(image, *size, named.name, named.name); !s) {
       fatpack::error e = s.error();
       if (!e.cuda_status) e.cuda_status = CUDA_ERROR_INVALID_IMAGE;
       e.message = std::string(call) + ": " + e.message;
       return e;
     }
-    st.registered.insert(name);
+    st.images.keep(bytes.data, bytes.size, h);
   }
-  return name;
+  return named.name;
 }
 
 // The common part of every load port: checks, registers the image, loads it with `load` (the image's

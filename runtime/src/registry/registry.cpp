@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <unordered_set>
 
 // This object links the runtime (core/registry_record.hpp): another copy of the runtime in the
 // process leaves this object's packages to this one. In this file because every program that uses
@@ -202,7 +203,7 @@ void registry::walk_objects_locked() {
     if (p->from_note) before.push_back(p);
   std::vector<std::vector<package_ptr>> found;  // per record, in walk order
   std::vector<std::string> skipped, foreign;
-  std::vector<const void*> taken;
+  std::unordered_set<const void*> taken;  // a set: a library may carry any number of notes
   std::size_t records = 0, objects = 0;
   counts_ = os::for_each_loaded_object(core::note_name, [&](const os::loaded_object& obj) {
     ++objects;
@@ -236,9 +237,8 @@ void registry::walk_objects_locked() {
       }
       // The runtime's own link unit's section has it already, or another note points to it.
       if (std::find(seen_records_.begin(), seen_records_.end(), at) != seen_records_.end() ||
-          std::find(taken.begin(), taken.end(), at) != taken.end())
+          !taken.insert(at).second)
         continue;
-      taken.push_back(at);
       core::registry_record rec;
       std::memcpy(&rec, at, sizeof rec);
       if (rec.magic != core::registry_record_magic || rec.version != core::registry_record_version) {
@@ -250,7 +250,7 @@ void registry::walk_objects_locked() {
       std::string name = "?";
       if (const std::size_t room = obj.room(rec.name); room) {
         const auto* nul = static_cast<const char*>(std::memchr(rec.name, 0, std::min<std::size_t>(room, 256)));
-        if (nul) name.assign(rec.name, nul);
+        if (nul) name = core::printable_text(std::string_view(rec.name, static_cast<std::size_t>(nul - rec.name)));
       }
       const std::string label = "embedded package '" + name + "' in " + where;
       if (!rec.begin || rec.end < rec.begin ||
@@ -393,10 +393,16 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
 }
 
+// The first few skipped records, then how many more: a library with many notes that lie must not
+// make every message (and each lookup that builds one) as large as all of them.
 std::string registry::skipped_list() const {
+  constexpr std::size_t shown = 8;
   std::string m;
-  for (const auto& sk : skipped_) m += " [" + sk + "]";
-  for (const auto& sk : note_skipped_) m += " [" + sk + "]";
+  std::size_t n = 0;
+  for (const auto* list : {&skipped_, &note_skipped_})
+    for (const auto& sk : *list)
+      if (n++ < shown) m += " [" + sk + "]";
+  if (n > shown) m += " and " + std::to_string(n - shown) + " more";
   return m;
 }
 

@@ -67,7 +67,9 @@ struct kernel_match {
 kernel_match match_kernel(std::string_view query, const std::vector<kernel_name>& kernels);
 
 // "a, b, c" of the kernels' display names, at most `limit` of them, then "and N more"; with
-// symbols: "display [symbol]" where the two differ. "no kernels" for an empty list.
+// symbols: "display [symbol]" where the two differ. "no kernels" for an empty list. Each name is shown
+// as printable_text (bytes outside printable ASCII as \xNN), at most k_max_listed_name bytes of it.
+inline constexpr std::size_t k_max_listed_name = 512;
 std::string list_kernels(const std::vector<kernel_name>& kernels, const std::vector<std::size_t>& which,
                          bool with_symbols, std::size_t limit = 32);
 std::string list_kernels(const std::vector<kernel_name>& kernels, bool with_symbols, std::size_t limit = 32);

@@ -108,7 +108,9 @@ status check_unique_names(const std::vector<package_view>& packages);
 result<std::vector<package_view>> parse_packages(byte_span bytes, std::string_view source);
 
 // Finds packages embedded anywhere in a larger file (an executable, object or archive): scans for the
-// magic at 8-byte aligned offsets and keeps each hit whose header and tables validate. Returns the
+// magic at 8-byte aligned offsets (in an ar archive: aligned within each member, whose data ar puts
+// at any even offset; an archive whose member headers do not parse is scanned as one run of bytes)
+// and keeps each hit whose header and tables validate. Returns the
 // offsets of valid packages; `skipped` (optional) receives errors of magic hits that did not validate.
 // Linear in the input: a hit whose header declares a plausible total_size claims those bytes whether
 // it validates or not, and the scan resumes after them. `work` (optional, for tests) receives the
