@@ -235,6 +235,7 @@ TEST_CASE("LTO-IR link group: nvJitLink links real nvcc -dlto output; the PTX gr
   CHECK(r.has("(LTO)"));
   CHECK(count_lines(log) == 0);
   CHECK(r.err_has("lto_90 LTO-IR links for CC 9.0 through nvJitLink 13."));
+  CHECK(r.err_has("loaded entry 0 lto_90 [2 linked parts] (JIT from LTO-IR): "));
   // No nvJitLink: the LTO-IR group is refused with the reason, and the PTX group loads through cuLink.
   auto none = probe({"--package", pkg, "load", "rdc"},
                     fake({{"FATPACK_NVJITLINK", "/nonexistent/libnvJitLink.so"}, {"FATPACK_LOG", "info"}}));
