@@ -398,6 +398,7 @@ function(fatpack_add_kernels target)
   endif()
   # -rdc=true: separate compilation (docs/cmake.md): every source into one module, device-linked.
   set(rdc FALSE)
+  set(lto FALSE)
   set(nvcc_options "")
   foreach(opt IN LISTS arg_NVCC_OPTIONS)
     if(opt MATCHES "^(-arch|--gpu-architecture|-gencode|--generate-code|-code|--gpu-code)([= ]|$)")
@@ -408,9 +409,13 @@ function(fatpack_add_kernels target)
       set(rdc TRUE)
       continue()
     endif()
-    if(opt MATCHES "^(-dlto|--dlink-time-opt|-rdc=false|--relocatable-device-code=false)$")
+    if(opt MATCHES "^(-dlto|--dlink-time-opt)$")
+      set(lto TRUE)
+      continue()
+    endif()
+    if(opt MATCHES "^(-rdc=false|--relocatable-device-code=false)$")
       message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS '${opt}' is not supported: separate "
-        "compilation is -rdc=true (LTO-IR is not packed yet).")
+        "compilation is -rdc=true.")
     endif()
     if(opt MATCHES "^(-c|--compile|-cubin|-ptx|-fatbin|-o|--output-file|-rdc|--relocatable-device-code.*|-dc|--device-c|-dlink|--device-link)$")
       message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS must not set the compilation mode or "
@@ -419,6 +424,10 @@ function(fatpack_add_kernels target)
     endif()
     list(APPEND nvcc_options "${opt}")
   endforeach()
+  if(lto AND NOT rdc)
+    message(FATAL_ERROR "fatpack_add_kernels(${target}): NVCC_OPTIONS -dlto needs -rdc=true too (LTO-IR is "
+      "packed for separate compilation).")
+  endif()
   if(DEFINED arg_MODULE AND NOT rdc)
     message(FATAL_ERROR "fatpack_add_kernels(${target}): MODULE needs NVCC_OPTIONS -rdc=true (without it each "
       "source is its own module, named after the file).")
@@ -501,7 +510,9 @@ function(fatpack_add_kernels target)
   set(inputs "")
   foreach(gpu IN LISTS gpu_targets)
     set(rdc_cubins_${gpu} "")
+    set(lto_parts_${gpu} "")
   endforeach()
+  set(lto_made "")
   set(modules "")
   foreach(src IN LISTS arg_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
@@ -548,6 +559,30 @@ function(fatpack_add_kernels target)
       if(NOT (gpu MATCHES "^sm_" AND rdc))
         list(APPEND inputs "${out}")
       endif()
+      if(lto)
+        # -dlto: this source's LTO-IR for the arch (once for sm_XY and compute_XY), named
+        # STEM.lto_XY.ltoir. Beside a PTX target it is packed (`fatpack pack` takes its target from the
+        # name and its kernels from STEM.compute_XY.ptx, docs/cli.md "pack"); for a SASS target it is
+        # linked by `fatpack link-lto` below.
+        string(REGEX REPLACE "^(compute|sm)_" "lto_" lto_gpu "${gpu}")
+        string(REGEX REPLACE "^compute_" "sm_" sm_gpu "${gpu}")
+        set(lto_out "${out_dir}/${module}.${lto_gpu}.ltoir")
+        if(NOT lto_out IN_LIST lto_made)
+          list(APPEND lto_made "${lto_out}")
+          file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${lto_out}")
+          add_custom_command(OUTPUT "${lto_out}"
+            COMMAND "${nvcc}" -ltoir -dlto -arch=${sm_gpu} ${nvcc_flags} -MD -MT "${lto_out}" -MF "${lto_out}.d" -o "${lto_out}" "${src}"
+            DEPENDS "${src}"
+            DEPFILE "${lto_out}.d"
+            COMMENT "fatpack: nvcc -dlto ${module} -> ${lto_gpu} LTO-IR (${shown})"
+            VERBATIM)
+        endif()
+        if(gpu MATCHES "^compute_")
+          list(APPEND inputs "${lto_out}")
+        else()
+          list(APPEND lto_parts_${gpu} "${lto_out}")
+        endif()
+      endif()
     endforeach()
   endforeach()
 
@@ -562,12 +597,26 @@ function(fatpack_add_kernels target)
         continue()
       endif()
       set(out "${out_dir}/${rdc_module}.${gpu}.linked.cubin")
-      file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${out}")
-      add_custom_command(OUTPUT "${out}"
-        COMMAND "${nvcc}" -dlink -cubin -arch=${gpu} -o "${out}" ${rdc_cubins_${gpu}}
+      set(dlink_out "${out}")
+      if(lto)
+        set(dlink_out "${out_dir}/${rdc_module}.${gpu}.dlink.cubin")
+      endif()
+      file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${dlink_out}")
+      add_custom_command(OUTPUT "${dlink_out}"
+        COMMAND "${nvcc}" -dlink -cubin -arch=${gpu} -o "${dlink_out}" ${rdc_cubins_${gpu}}
         DEPENDS ${rdc_cubins_${gpu}}
         COMMENT "fatpack: nvcc -dlink ${rdc_module} -> ${gpu} SASS (${shown})"
         VERBATIM)
+      if(lto)
+        # -dlto: the SASS is nvJitLink's -lto link of the sources' LTO-IR, as `fatpack build` makes it;
+        # the device link above where nvJitLink cannot be loaded or cannot link (with a warning).
+        file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${out}")
+        add_custom_command(OUTPUT "${out}"
+          COMMAND ${tool} link-lto -o "${out}" --arch ${gpu} --fallback "${dlink_out}" ${lto_parts_${gpu}} -- ${nvcc_options}
+          DEPENDS "${dlink_out}" ${lto_parts_${gpu}} ${tool_depends}
+          COMMENT "fatpack: nvJitLink -lto ${rdc_module} -> ${gpu} SASS (${shown})"
+          VERBATIM)
+      endif()
       list(APPEND inputs "${out}")
     endforeach()
   endif()

@@ -76,6 +76,21 @@ bool run_jobs(std::vector<job>& jobs, unsigned threads, bool verbose, const std:
   return failures.empty();
 }
 
+// Replaces the device-linked cubin of `link` (a SASS target) with nvJitLink's -lto link of every
+// source's LTO-IR for that target (lto jobs among `jobs`). False only on an error.
+bool link_sass_with_nvjitlink(job& link, const std::vector<job>& jobs, const std::string& ptxas_options, bool verbose) {
+  std::vector<std::string> parts;
+  for (const auto& j : jobs)
+    if (j.target.kind == core::entry_kind::ltoir && j.target.arch == link.target.arch &&
+        j.target.variant == link.target.variant)
+      parts.push_back(j.output);
+  std::string why;
+  const lto_link_outcome r = link_lto_files(parts, link.target, ptxas_options, link.output, link.source, verbose, why);
+  if (r == lto_link_outcome::unavailable)
+    print_warning(link.source + ": " + link.target.str() + " SASS without link-time optimisation (nvcc -dlink): " + why);
+  return r != lto_link_outcome::failed;
+}
+
 }  // namespace
 
 command_runner add_build_command(CLI::App& app) {
@@ -94,7 +109,9 @@ command_runner add_build_command(CLI::App& app) {
                "them. Arguments after '--' go to nvcc; those the JIT needs on a future GPU (-maxrregcount, -lineinfo, -G, "
                "-Xptxas -O<n>) are also recorded on the PTX entries. With -rdc=true (or -dc) there, the sources are "
                "compiled separately and linked into one module: SASS through nvcc -dlink per target, PTX as a link "
-               "group the runtime JIT-links.");
+               "group the runtime JIT-links. With -dlto as well, each PTX target also gets every source's LTO-IR as a group "
+               "that the runtime links with nvJitLink (link-time optimisation) where it knows the GPU, and the SASS is "
+               "nvJitLink's -lto link of the LTO-IR (the nvcc -dlink one, with a warning, without nvJitLink).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
   cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
   cmd->add_option("--arch", o->arch,
@@ -163,9 +180,8 @@ command_runner add_build_command(CLI::App& app) {
         nvcc_args.push_back(a);
       }
     }
-    if (lto)
-      throw usage_error{"-dlto after '--': LTO-IR is not packed yet; build with -rdc=true alone (the device link "
-                        "happens at build time for SASS and in the driver's JIT for PTX)"};
+    if (lto && !rdc)
+      throw usage_error{"-dlto after '--' needs -rdc=true (or -dc) too: LTO-IR is packed for separate compilation"};
     if (!rdc && !o->module.empty()) throw usage_error{"--module needs -rdc=true after '--' (without it each source is a module)"};
     const std::string package_name = o->name.empty() ? default_package_name(o->output) : o->name;
     const std::string rdc_module = o->module.empty() ? package_name : o->module;
@@ -189,6 +205,29 @@ command_runner add_build_command(CLI::App& app) {
         jobs.push_back(std::move(j));
       }
     }
+    // With -dlto: each source's LTO-IR (nvcc -ltoir -dlto) for every target's arch too (once per
+    // arch): for a PTX target, packed as lto_XY beside compute_XY, which the runtime links with
+    // nvJitLink (docs/selection.md); for a SASS target, linked here by nvJitLink into the SASS entry
+    // (below). nvcc -dlink -dlto is not used: it needs nvlink's LTO library, which fails where that is
+    // absent ("elfLink linker library load error").
+    std::vector<job> lto_jobs;
+    if (lto) {
+      for (const auto& j : jobs) {
+        const core::target lt{core::entry_kind::ltoir, j.target.arch, j.target.variant};
+        bool have = false;
+        for (const auto& l : lto_jobs) have = have || (l.source == j.source && l.target == lt);
+        if (have) continue;
+        job l;
+        l.source = j.source;
+        l.target = lt;
+        l.output = tmp.path() + "/" + std::to_string(jobs.size() + lto_jobs.size()) + ".ltoir";
+        l.argv = {o->nvcc, "-ltoir", "-dlto", "-rdc=true", "-arch=" + core::sm_name(j.target.arch, j.target.variant),
+                  "-o", l.output, j.source};
+        for (const auto& a : nvcc_args) l.argv.push_back(a);
+        lto_jobs.push_back(std::move(l));
+      }
+    }
+    jobs.insert(jobs.end(), lto_jobs.begin(), lto_jobs.end());
     if (!run_jobs(jobs, threads, o->verbose, tmp.path(), "nvcc")) return exit_failure;
 
     std::vector<job> links;
@@ -205,16 +244,36 @@ command_runner add_build_command(CLI::App& app) {
         links.push_back(std::move(l));
       }
       if (!run_jobs(links, threads, o->verbose, tmp.path(), "nvcc -dlink")) return exit_failure;
+      // -dlto: each SASS target's cubin is nvJitLink's link-time optimised link of the sources'
+      // LTO-IR, replacing the device link; where nvJitLink cannot be loaded or fails, the device link
+      // stays, with a warning (the package is still right, only not link-time optimised).
+      if (lto)
+        for (auto& l : links)
+          if (!link_sass_with_nvjitlink(l, jobs, jit_options, o->verbose)) return exit_failure;
     }
 
     std::vector<core::entry_input> entries;
+    // One source's LTO-IR as an entry, its kernels from the same source's PTX for the same arch.
+    auto ltoir_of = [&](std::vector<std::uint8_t> bytes, const job& j,
+                        const std::string& module) -> core::result<std::vector<core::entry_input>> {
+      const core::target ptx_target{core::entry_kind::ptx, j.target.arch, j.target.variant};
+      for (const auto& p : jobs) {
+        if (p.source != j.source || !(p.target == ptx_target)) continue;
+        auto e = ltoir_entry(std::move(bytes), j.target, p.output, module, j.source + " (" + j.target.str() + ")");
+        if (!e) return e.error();
+        return std::vector<core::entry_input>{std::move(*e)};
+      }
+      return fatpack::error{fatpack::errc::invalid_argument, 0, j.source + ": no PTX job for " + j.target.str(), {}};
+    };
     auto import = [&](const job& j, const std::string& module) {
       auto bytes = read_file(j.output);
       if (!bytes) {
         print_error(bytes.error().message);
         return false;
       }
-      auto imported = core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")", module);
+      auto imported = j.target.kind == core::entry_kind::ltoir
+                          ? ltoir_of(std::move(*bytes), j, module)
+                          : core::import_input(core::byte_span(*bytes), j.source + " (" + j.target.str() + ")", module);
       if (!imported) {
         print_error(imported.error().message);
         return false;
@@ -223,7 +282,7 @@ command_runner add_build_command(CLI::App& app) {
         e.toolkit_version = std::uint32_t(toolkit);
         // nvcc records an/f target only where it can; the requested target is authoritative.
         e.target.variant = j.target.variant;
-        if (e.target.kind == core::entry_kind::ptx) e.options = jit_options;
+        if (e.target.kind != core::entry_kind::sass) e.options = jit_options;
         entries.push_back(std::move(e));
       }
       return true;
@@ -238,6 +297,11 @@ command_runner add_build_command(CLI::App& app) {
           if (l.target == t && !import(l, rdc_module)) return exit_failure;
         for (const auto& j : jobs)
           if (j.target == t && t.kind == core::entry_kind::ptx && !import(j, rdc_module)) return exit_failure;
+        // The LTO-IR group of this PTX target after its PTX group (selection ranks them, not the order).
+        for (const auto& j : jobs)
+          if (j.target.kind == core::entry_kind::ltoir && t.kind == core::entry_kind::ptx && j.target.arch == t.arch &&
+              j.target.variant == t.variant && !import(j, rdc_module))
+            return exit_failure;
       }
       form_link_groups(entries);
     }

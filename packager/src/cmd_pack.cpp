@@ -7,6 +7,7 @@
 #include "fatpack/core/jit_options.hpp"
 #include "fatpack/core/package.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 
@@ -31,8 +32,9 @@ std::string module_name_of(const std::string& path) { return default_package_nam
 
 std::size_t form_link_groups(std::vector<core::entry_input>& entries) {
   auto same_group = [](const core::entry_input& a, const core::entry_input& b) {
-    return a.target.kind == core::entry_kind::ptx && b.target.kind == core::entry_kind::ptx &&
-           a.module_name == b.module_name && a.target == b.target && a.ptx_isa == b.ptx_isa;
+    // PTX or LTO-IR (target == target includes the kind): both are linked at run time.
+    return a.target.kind != core::entry_kind::sass && a.module_name == b.module_name && a.target == b.target &&
+           a.ptx_isa == b.ptx_isa;
   };
   std::vector<core::entry_input> out;
   std::vector<bool> taken(entries.size(), false);
@@ -56,6 +58,46 @@ std::size_t form_link_groups(std::vector<core::entry_input>& entries) {
   }
   entries = std::move(out);
   return groups;
+}
+
+result<core::entry_input> ltoir_entry(std::vector<std::uint8_t> bytes, const core::target& target,
+                                      const std::string& ptx_path, const std::string& module, const std::string& origin) {
+  auto ptx = read_file(ptx_path);
+  if (!ptx) return ptx.error();
+  auto from_ptx = core::import_input(core::byte_span(*ptx), ptx_path, module);
+  if (!from_ptx) return from_ptx.error();
+  core::entry_input e;
+  e.target = target;
+  e.module_name = module;
+  e.origin = origin;
+  for (const auto& k : *from_ptx) e.kernels.insert(e.kernels.end(), k.kernels.begin(), k.kernels.end());
+  e.raw = std::move(bytes);
+  return e;
+}
+
+// An LTO-IR input's target and the PTX input it takes its kernels from, by its name:
+// DIR/STEM.lto_XY.ltoir and DIR/STEM.compute_XY.ptx (what the CMake macro writes). Empty target kind
+// sass when the name does not say.
+struct ltoir_name {
+  core::target target{core::entry_kind::sass, 0, core::arch_variant::plain};
+  std::string ptx_path;
+};
+
+ltoir_name parse_ltoir_name(const std::string& path) {
+  ltoir_name out;
+  const std::size_t slash = path.rfind('/');
+  const std::size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::size_t at = path.find(".lto_", base);
+  const std::string ext = ".ltoir";
+  if (at == std::string::npos || path.size() < ext.size() || path.compare(path.size() - ext.size(), ext.size(), ext) != 0)
+    return out;
+  const std::size_t end = path.size() - ext.size();
+  if (end <= at + 1) return out;
+  auto t = core::target::parse(path.substr(at + 1, end - at - 1));
+  if (!t || t->kind != core::entry_kind::ltoir) return out;
+  out.target = *t;
+  out.ptx_path = path.substr(0, at + 1) + core::target{core::entry_kind::ptx, t->arch, t->variant}.str() + ".ptx";
+  return out;
 }
 
 std::string jit_options_from_passthrough() {
@@ -151,7 +193,27 @@ command_runner add_pack_command(CLI::App& app) {
         print_error(bytes.error().message);
         return exit_failure;
       }
-      auto imported = core::import_input(core::byte_span(*bytes), path, o->module.empty() ? module_name_of(path) : o->module);
+      const std::string module = o->module.empty() ? module_name_of(path) : o->module;
+      if (core::detect_input(core::byte_span(*bytes)) == core::input_kind::ltoir &&
+          !(bytes->size() >= 4 && (*bytes)[0] == 0x50 && (*bytes)[1] == 0xED)) {  // not a fatbin of LTO-IR
+        // nvcc -ltoir -dlto output: its target and kernels come from its name and its PTX sibling.
+        const ltoir_name n = parse_ltoir_name(path);
+        if (n.target.kind != core::entry_kind::ltoir || std::find(o->inputs.begin(), o->inputs.end(), n.ptx_path) == o->inputs.end()) {
+          print_error(path + ": LTO-IR (nvcc -ltoir -dlto) says neither its target nor its kernels: name it "
+                      "STEM.lto_XY.ltoir and pack it with STEM.compute_XY.ptx, the PTX of the same source, whose kernels "
+                      "it has" + (n.target.kind == core::entry_kind::ltoir ? " (" + n.ptx_path + " is not among the inputs)" : std::string()));
+          return exit_failure;
+        }
+        auto e = ltoir_entry(std::move(*bytes), n.target, n.ptx_path, module, path);
+        if (!e) {
+          print_error(e.error().message);
+          return exit_failure;
+        }
+        e->options = jit_options;
+        entries.push_back(std::move(*e));
+        continue;
+      }
+      auto imported = core::import_input(core::byte_span(*bytes), path, module);
       if (!imported) {
         print_error(imported.error().message);
         return exit_failure;

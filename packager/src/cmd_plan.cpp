@@ -30,12 +30,18 @@ struct module_entries {
   std::vector<const core::entry_info*> infos;
 };
 
+bool has_ltoir(const module_entries& me) {
+  for (const auto& d : me.descs)
+    if (d.target.kind == core::entry_kind::ltoir) return true;
+  return false;
+}
+
 }  // namespace
 
 command_runner add_plan_command(CLI::App& app) {
   struct options {
     std::vector<std::string> gpus, required;
-    std::string driver, policy = "prefer_sass", file, module;
+    std::string driver, nvjitlink, policy = "prefer_sass", file, module;
     bool json = false, tegra = false;
   };
   auto o = std::make_shared<options>();
@@ -54,6 +60,9 @@ command_runner add_plan_command(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--driver", o->driver,
                   "CUDA version of the driver, e.g. 12.4 (limits the PTX ISA it accepts; default: not checked)");
+  cmd->add_option("--nvjitlink", o->nvjitlink,
+                  "CUDA version of the nvJitLink the program will load, e.g. 13.0: LTO-IR entries (build -- -rdc=true "
+                  "-dlto) link through it (default: none, so LTO-IR is refused as at run time without the library)");
   cmd->add_option("--policy", o->policy, "prefer_sass (default), force_ptx or sass_only")
       ->check(CLI::IsMember({"prefer_sass", "force_ptx", "sass_only"}));
   cmd->add_flag("--tegra", o->tegra, "The GPUs are Tegra (Jetson) devices: no SASS minor-version compatibility");
@@ -66,6 +75,13 @@ command_runner add_plan_command(CLI::App& app) {
       auto v = core::parse_cuda_version(o->driver);
       if (!v) throw usage_error{"--driver: " + v.error().message};
       driver = *v;
+    }
+    int nvjitlink = 0;
+    if (!o->nvjitlink.empty() && o->nvjitlink != "none") {
+      auto v = core::parse_cuda_version(o->nvjitlink);
+      if (!v) throw usage_error{"--nvjitlink: " + v.error().message};
+      if (*v < 13000) throw usage_error{"--nvjitlink: the runtime loads nvJitLink 13.0 or newer, not " + o->nvjitlink};
+      nvjitlink = *v;
     }
     const fatpack::policy pol = o->policy == "force_ptx"   ? fatpack::policy::force_ptx
                                 : o->policy == "sass_only" ? fatpack::policy::sass_only
@@ -96,12 +112,15 @@ command_runner add_plan_command(CLI::App& app) {
     doc["file"] = o->file;
     doc["driver"] = driver ? nlohmann::json(core::cuda_version_str(driver)) : nlohmann::json(nullptr);
     doc["max_ptx_isa"] = driver ? nlohmann::json(core::max_ptx_isa_for_driver(driver).str()) : nlohmann::json(nullptr);
+    doc["nvjitlink"] = nvjitlink ? nlohmann::json(core::cuda_version_str(nvjitlink)) : nlohmann::json(nullptr);
     doc["policy"] = fatpack::policy_name(pol);
     doc["plans"] = nlohmann::json::array();
     const std::string driver_text =
         driver ? "a CUDA " + core::cuda_version_str(driver) + " driver (PTX ISA <= " +
                      core::max_ptx_isa_for_driver(driver).str() + ")"
                : "any driver (PTX ISA not checked; pass --driver)";
+    const std::string nvjitlink_text = nvjitlink ? "nvJitLink " + core::cuda_version_str(nvjitlink)
+                                                 : "no nvJitLink (LTO-IR refused; pass --nvjitlink 13.0)";
     bool matched = false;
     nlohmann::json missing = nlohmann::json::array();  // required GPUs that get nothing, per module
     for (const auto& pkg : pf->packages) {
@@ -116,12 +135,13 @@ command_runner add_plan_command(CLI::App& app) {
         if (!o->module.empty() && mod != o->module) continue;
         matched = true;
         if (!o->json) {
-          std::cout << "package '" << pkg.name() << "', module '" << mod << "' with " << driver_text << ", policy "
+          std::cout << "package '" << pkg.name() << "', module '" << mod << "' with " << driver_text
+                    << (has_ltoir(me) ? ", " + nvjitlink_text : std::string()) << ", policy "
                     << fatpack::policy_name(pol) << (o->tegra ? ", Tegra" : "") << ":\n";
           if (matrix) std::printf("  %-8s %-6s %-14s %s\n", "GPU", "CC", "loads", "why");
         }
         for (const std::uint32_t gpu : gpus) {
-          const core::selection sel = core::select(me.descs, {gpu, o->tegra}, driver, pol);
+          const core::selection sel = core::select(me.descs, {gpu, o->tegra}, driver, pol, nvjitlink);
           nlohmann::json plan;
           plan["package"] = std::string(pkg.name());
           plan["module"] = mod;

@@ -28,6 +28,21 @@ std::string module_name_of(const std::string& path);
 // order. Returns the number of groups made.
 std::size_t form_link_groups(std::vector<core::entry_input>& entries);
 
+// An LTO-IR entry (nvcc -ltoir -dlto output, `bytes`) of `target` (lto_XY) and `module`. Nothing here
+// reads NVVM's LTO-IR, so its kernels are those of `ptx_path`, the PTX of the same source for the
+// same arch (compute_XY), which nvcc made from the same source.
+result<core::entry_input> ltoir_entry(std::vector<std::uint8_t> bytes, const core::target& target,
+                                      const std::string& ptx_path, const std::string& module, const std::string& origin);
+
+// nvJitLink's -lto link of the LTO-IR files `inputs` into the cubin `output` for the SASS `target`
+// (cmd_link_lto.cpp; `what` names it in messages). unavailable: nvJitLink could not be loaded or could
+// not link, why in `why` (the caller falls back to the nvcc -dlink cubin, or fails); failed: an error
+// was printed (an unreadable input, not LTO-IR, the output not written).
+enum class lto_link_outcome { linked, unavailable, failed };
+lto_link_outcome link_lto_files(const std::vector<std::string>& inputs, const core::target& target,
+                                const std::string& ptxas_options, const std::string& output, const std::string& what,
+                                bool verbose, std::string& why);
+
 // The ptxas options to record on PTX entries compiled with the nvcc arguments after '--'
 // (core::ptxas_options_from_nvcc); a bad value there is a usage error (thrown) naming it.
 std::string jit_options_from_passthrough();

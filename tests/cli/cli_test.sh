@@ -299,7 +299,7 @@ unknown_command)
   run 2 "$fatpack" packk
   expect_in err.txt "did you mean 'pack'\\?$"
   run 2 "$fatpack" frobnicate
-  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor\\)$"
+  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor, link-lto\\)$"
   run 2 "$fatpack" x
   expect_in err.txt "unknown command 'x' \\(commands: "
   run 0 "$fatpack" --version
@@ -443,8 +443,53 @@ rdc)
   json "assert [x['module'] for x in d['packages'][0]['entries']]==['kernels', 'kernels']"
   run 2 "$fatpack" build -o x.fpk --arch 90-real --module m "$k"
   expect_in err.txt "--module needs -rdc=true"
-  run 2 "$fatpack" build -o x.fpk --arch 90-real "$k" "$d" -- -rdc=true -dlto
-  expect_in err.txt "LTO-IR is not packed yet"
+  run 2 "$fatpack" build -o x.fpk --arch 90-real "$k" "$d" -- -dlto
+  expect_in err.txt "-dlto after '--' needs -rdc=true"
+  # -dlto: per PTX target an LTO-IR group (nvcc -ltoir -dlto) beside the PTX group, with its kernels;
+  # the SASS is the device link. plan: LTO-IR with an nvJitLink that knows the CC, else the PTX.
+  # The SASS: nvJitLink's -lto link of the sources' LTO-IR (the toolkit's library, as at run time).
+  nvj="$(dirname "$(dirname "$(command -v nvcc)")")/lib64/libnvJitLink.so.13"
+  FATPACK_NVJITLINK="$nvj" run 0 "$fatpack" build -v -o lto.fpk --arch 90 "$k" "$d" -- -rdc=true -dlto
+  if [ -r "$nvj" ]; then
+    expect_in out.txt "device link of module 'lto': sm_90 SASS linked by nvjitlink 13\.[0-9]+ -lto"
+  else
+    echo "skipped the build-time nvJitLink check: no $nvj"
+  fi
+  # link-lto, the same link as a command (the CMake macro's): the LTO-IR of both files, or the
+  # fallback cubin with a warning, or an error without one.
+  cp "$art/rdc_kernel.lto_90.ltoir" k1.ltoir && cp "$art/rdc_device.lto_90.ltoir" d1.ltoir
+  FATPACK_NVJITLINK="$nvj" run 0 "$fatpack" link-lto -v -o kd.cubin --arch sm_90 k1.ltoir d1.ltoir -- -O3
+  if [ -r "$nvj" ]; then
+    expect_in out.txt "kd\.cubin: sm_90 SASS linked by nvjitlink 13\.[0-9]+ -lto"
+    run 0 "$fatpack" pack -o kd.fpk kd.cubin
+    run 0 "$fatpack" inspect --json kd.fpk
+    json "e=d['packages'][0]['entries']; assert [(x['target'], x['kernels']) for x in e]==[('sm_90',['rdc_saxpy'])], e"
+    FATPACK_NVJITLINK="$nvj" run 1 "$fatpack" link-lto -o k.cubin --arch sm_90 k1.ltoir
+    expect_in err.txt "error: k\.cubin: JIT of k\.cubin \(sm_90\) .*nvJitLinkComplete"
+  fi
+  FATPACK_NVJITLINK=/nonexistent/libnvJitLink.so.13 run 0 "$fatpack" link-lto -o fb.cubin --arch sm_90 --fallback "$art/rdc.sm_90.cubin" k1.ltoir d1.ltoir
+  expect_in err.txt "warning: fb\.cubin: sm_90 SASS without link-time optimisation \(.*rdc\.sm_90\.cubin\): cannot load nvJitLink"
+  cmp fb.cubin "$art/rdc.sm_90.cubin" || fail "the fallback cubin was not copied"
+  run 2 "$fatpack" link-lto -o x.cubin --arch compute_90 k1.ltoir
+  expect_in err.txt "--arch: expected sm_XY"
+  run 1 "$fatpack" link-lto -o x.cubin --arch sm_90 "$art/rdc_kernel.compute_90.rdc.ptx"
+  expect_in err.txt "rdc_kernel\.compute_90\.rdc\.ptx: not LTO-IR"
+  # Without nvJitLink: the nvcc -dlink SASS, with a warning.
+  FATPACK_NVJITLINK=/nonexistent/libnvJitLink.so.13 run 0 "$fatpack" build -o lto_nolink.fpk --arch 90-real "$k" "$d" -- -rdc=true -dlto
+  expect_in err.txt "warning: device link of module 'lto_nolink': sm_90 SASS without link-time optimisation \(nvcc -dlink\): cannot load nvJitLink /nonexistent/libnvJitLink.so.13"
+  run 0 "$fatpack" inspect --json lto.fpk
+  json "e=d['packages'][0]['entries']; t=[(x['target'], (x['link'] or {}).get('parts', 0)) for x in e]; assert t==[('sm_90',0),('compute_90',2),('compute_90',2),('lto_90',2),('lto_90',2)], t; assert e[3]['kernels']==e[1]['kernels'] and e[3]['kernels'], e"
+  run 0 "$fatpack" verify lto.fpk
+  run 0 "$fatpack" plan --gpu 90,100,130 --nvjitlink 13.0 --driver 13.0 lto.fpk
+  expect_in out.txt "nvJitLink 13\.0, policy prefer_sass"
+  expect_in out.txt "chosen    entry 3   lto_90 \[2 parts\] +lto_90 LTO-IR links for CC 10\.0 through nvJitLink 13\.0"
+  expect_in out.txt "lto_90 LTO-IR: nvJitLink 13\.0 cannot link for CC 13\.0"
+  expect_in out.txt "ranked below sm_90: SASS loads without a link, so it ranks before LTO-IR"
+  run 0 "$fatpack" plan --gpu 100 lto.fpk
+  expect_in out.txt "no nvJitLink \(LTO-IR refused; pass --nvjitlink 13\.0\)"
+  expect_in out.txt "chosen    entry 1   compute_90"
+  run 2 "$fatpack" plan --gpu 100 --nvjitlink 12.8 lto.fpk
+  expect_in err.txt "nvJitLink 13\.0 or newer"
   # Without -rdc the kernel's call cannot be resolved: nvcc's own error.
   run 1 "$fatpack" build -o x.fpk --arch 90-real "$k"
   expect_in err.txt "nvcc failed for sm_90"
@@ -463,6 +508,18 @@ rdc)
   expect_in err.txt "already has an entry for compute_90"
   run 0 "$fatpack" extract -o ex l.fpk
   [ -s ex/m.compute_90.part0.ptx ] && [ -s ex/m.compute_90.part1.ptx ] || { ls ex; fail "extract did not name the parts"; }
+  # LTO-IR (nvcc -ltoir -dlto) packed by hand, as the CMake macro does: STEM.lto_90.ltoir takes its
+  # target from its name and its kernels from STEM.compute_90.ptx among the inputs.
+  cp "$art/rdc_kernel.lto_90.ltoir" k.lto_90.ltoir && cp "$art/rdc_device.lto_90.ltoir" d.lto_90.ltoir
+  cp k.ptx k.compute_90.ptx && cp d.ptx d.compute_90.ptx
+  run 0 "$fatpack" pack -o lto2.fpk --module m --link k.compute_90.ptx d.compute_90.ptx k.lto_90.ltoir d.lto_90.ltoir
+  run 0 "$fatpack" inspect --json lto2.fpk
+  json "e=d['packages'][0]['entries']; assert [(x['target'], x['link']['part'], x['kernels']) for x in e]==[('compute_90',0,['rdc_saxpy']),('compute_90',1,[]),('lto_90',0,['rdc_saxpy']),('lto_90',1,[])], e"
+  run 1 "$fatpack" pack -o x.fpk --module m k.lto_90.ltoir
+  expect_in err.txt "k\.lto_90\.ltoir: LTO-IR \(nvcc -ltoir -dlto\) says neither its target nor its kernels: name it STEM\.lto_XY\.ltoir .*\(k\.compute_90\.ptx is not among the inputs\)"
+  cp k.lto_90.ltoir k.ltoir
+  run 1 "$fatpack" pack -o x.fpk k.ltoir k.compute_90.ptx
+  expect_in err.txt "k\.ltoir: LTO-IR \(nvcc -ltoir -dlto\) says neither its target nor its kernels"
   ;;
 jit_options)
   # The nvcc options the JIT needs are recorded on the PTX entries and reach the driver's JIT

@@ -488,7 +488,7 @@ TEST_CASE("link groups: written as format 1.1, read back, malformed groups refus
     sass[1].link_part = 1;
     r = write_package("kernels", sass, o);
     REQUIRE_FALSE(r);
-    CHECK(contains(r.error().message, "PTX entries only"));
+    CHECK(contains(r.error().message, "PTX or LTO-IR entries, not SASS"));
   }
   SUBCASE("reader: a forged group (resealed tables) is refused naming the entry") {
     using namespace layout;

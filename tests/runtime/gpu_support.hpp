@@ -87,6 +87,26 @@ inline void add_package(const std::string& name, const std::vector<std::string>&
 // Registers package `name` with module `name`: the link group of rdc_kernel.cu's and rdc_device.cu's
 // relocatable compute_90 PTX (docs/format.md §4.1), after (with `relocatable_cubin`) rdc_kernel.cu's
 // relocatable sm_90 cubin stored as it is, which import and pack refuse and the runtime must skip.
+// The compute_90 relocatable PTX of rdc_kernel.cu and rdc_device.cu as one link group of `module`.
+inline std::vector<fatpack::core::entry_input> rdc_ptx_group(const std::string& module) {
+  std::vector<fatpack::core::entry_input> entries;
+  std::uint16_t part = 0;
+  for (const char* f : {"rdc_kernel.compute_90.rdc.ptx", "rdc_device.compute_90.rdc.ptx"}) {
+    auto bytes = read_file(f);
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), f, module);
+    if (!r) {
+      std::printf("FAIL: import %s: %s\n", f, r.error().message.c_str());
+      std::exit(1);
+    }
+    for (auto& e : r.value()) {
+      e.link_part = part++;
+      e.link_parts = 2;
+      entries.push_back(std::move(e));
+    }
+  }
+  return entries;
+}
+
 inline void add_rdc_package(const std::string& name, bool relocatable_cubin) {
   std::vector<fatpack::core::entry_input> entries;
   if (relocatable_cubin) {
@@ -97,19 +117,24 @@ inline void add_rdc_package(const std::string& name, bool relocatable_cubin) {
     e.raw = read_file("rdc_kernel.sm_90.rdc.cubin");
     entries.push_back(std::move(e));
   }
+  for (auto& e : rdc_ptx_group(name)) entries.push_back(std::move(e));
+  register_package(name, entries);
+}
+
+// rdc_kernel.cu + rdc_device.cu as `fatpack build --arch 90-virtual -- -rdc=true -dlto` packs them:
+// the compute_90 relocatable PTX group and the lto_90 LTO-IR group (nvcc -ltoir -dlto output).
+inline void add_lto_package(const std::string& name) {
+  std::vector<fatpack::core::entry_input> entries = rdc_ptx_group(name);
   std::uint16_t part = 0;
-  for (const char* f : {"rdc_kernel.compute_90.rdc.ptx", "rdc_device.compute_90.rdc.ptx"}) {
-    auto bytes = read_file(f);
-    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), f, name);
-    if (!r) {
-      std::printf("FAIL: import %s: %s\n", f, r.error().message.c_str());
-      std::exit(1);
-    }
-    for (auto& e : r.value()) {
-      e.link_part = part++;
-      e.link_parts = 2;
-      entries.push_back(std::move(e));
-    }
+  for (const char* f : {"rdc_kernel.lto_90.ltoir", "rdc_device.lto_90.ltoir"}) {
+    fatpack::core::entry_input e;
+    e.target = {fatpack::core::entry_kind::ltoir, 90, fatpack::core::arch_variant::plain};
+    e.module_name = name;
+    if (part == 0) e.kernels = {"rdc_saxpy"};
+    e.raw = read_file(f);
+    e.link_part = part++;
+    e.link_parts = 2;
+    entries.push_back(std::move(e));
   }
   register_package(name, entries);
 }

@@ -489,6 +489,22 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::printf("\n(l) link-time optimisation: the LTO-IR group of two files (nvcc -ltoir -dlto) -> nvJitLink -lto\n");
+  {
+    add_lto_package("gpu_lto");
+    auto m = load("gpu_lto");
+    if (m) {
+      print_report("(l)", m.report());
+      std::printf("  (l): JIT %.1f ms via %s\n", m.report().jit_ms, m.report().jit_path.c_str());
+      // Where libnvJitLink.so.13 loads (the toolkit's lib64 on the loader path, or FATPACK_NVJITLINK),
+      // the LTO-IR group ranks above the PTX group; without it the PTX group loads and this says so.
+      EXPECT(m.report().target.rfind("lto_90", 0) == 0 && m.report().jit_path.find("nvjitlink") != std::string::npos,
+             "chose %s via %s (is libnvJitLink.so.13 on the loader path? FATPACK_NVJITLINK)", m.report().target.c_str(),
+             m.report().jit_path.c_str());
+      run_rdc_kernel(cu, m);
+    }
+  }
+
   std::printf("\n%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
   return g_failures ? 1 : 0;
 }

@@ -449,6 +449,35 @@ TEST_CASE("invalid or unusable options from a package: never given to the driver
   jit.flush_stores();
 }
 
+#include "fatpack/core/hex.hpp"
+
+TEST_CASE("an LTO-IR group's JIT key: every part, the LTO-IR target, and nvJitLink whatever the PTX backend") {
+  setenv("FATPACK_NVJITLINK", NVJITLINK_PATH, 0);
+  auto entries = fatpack_test::lto_and_ptx_groups();
+  for (auto& e : entries) e.module_name = "lto_key";
+  REQUIRE(fatpack::add_package_file(fatpack_test::package_file("lto_key", entries)).ok());
+  auto me = registry::instance().find_module("lto_key", "lto_key");
+  REQUIRE(me.has_value());
+  auto req = request_for(*me, "lto_key");
+  REQUIRE(req.package->view.entries().at(req.entry).target.str() == "lto_90");
+  const jit_key k = make_jit_key(req);
+  CHECK(k.backend == "nvjitlink");  // cuLink is the PTX backend here: LTO-IR has only nvJitLink
+  CHECK(k.str().find("|src=lto_90@") != std::string::npos);
+  const auto& part1 = req.package->view.entries().at(req.entry + 1);
+  CHECK(k.link_parts == fatpack::core::hex16(part1.raw_xxh3) + ":" + std::to_string(part1.raw_size));
+  // Its PTX group's key differs (another first part, another target).
+  jit_request ptx = req;
+  ptx.entry = req.entry + 2;
+  CHECK(make_jit_key(ptx).str() != k.str());
+  const auto& lib = load_nvjitlink();
+  if (!lib) {
+    MESSAGE("skipped the cache key's library version: " << lib.error().message);
+    return;
+  }
+  CHECK(jit_service::instance().cache_key_for(req).backend ==
+        "nvjitlink-" + std::to_string((*lib)->major) + "." + std::to_string((*lib)->minor));
+}
+
 TEST_CASE("nvJitLink gets the same options in its syntax: -maxrregcount=32 limits a real compile") {
   setenv("FATPACK_NVJITLINK", NVJITLINK_PATH, 0);
   const auto& lib = load_nvjitlink();

@@ -218,6 +218,46 @@ TEST_CASE("nvJitLink back end links a link group of real relocatable PTX (separa
   CHECK(a.has("nvJitLinkComplete"));
 }
 
+TEST_CASE("LTO-IR link group: nvJitLink links real nvcc -dlto output; the PTX group without nvJitLink") {
+  if (access(NVJITLINK_PATH, R_OK) != 0) {
+    MESSAGE("skipped: no " << NVJITLINK_PATH);
+    return;
+  }
+  const auto pkg = package_file("proc_lto", lto_and_ptx_groups());
+  // The default backend (cuLink) for PTX: LTO-IR still goes through nvJitLink, the only linker of it.
+  // The fake driver validates and loads the real sm_90 cubin nvJitLink made; its JIT log stays empty.
+  const std::string log = temp_dir() + "/lto-jit.log";
+  auto r = probe({"--package", pkg, "load", "rdc"},
+                 fake({{"FATPACK_NVJITLINK", NVJITLINK_PATH}, {"FAKECUDA_JIT_LOG", log}, {"FATPACK_LOG", "info"}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("load rdc device=0 ok entry=0 target=lto_90 [2 linked parts] jit=1"));
+  CHECK(r.has("via nvjitlink 13."));
+  CHECK(r.has("(LTO)"));
+  CHECK(count_lines(log) == 0);
+  CHECK(r.err_has("lto_90 LTO-IR links for CC 9.0 through nvJitLink 13."));
+  CHECK(r.err_has("loaded entry 0 lto_90 [2 linked parts] (JIT from LTO-IR): "));
+  // No nvJitLink: the LTO-IR group is refused with the reason, and the PTX group loads through cuLink.
+  auto none = probe({"--package", pkg, "load", "rdc"},
+                    fake({{"FATPACK_NVJITLINK", "/nonexistent/libnvJitLink.so"}, {"FATPACK_LOG", "info"}}));
+  CHECK(none.status == 0);
+  CHECK(none.has("load rdc device=0 ok entry=2 target=compute_90 (PTX ISA 9.0) [2 linked parts] jit=1"));
+  CHECK(none.has("via culink"));
+  CHECK(none.err_has("lto_90 LTO-IR needs nvJitLink, and none is loaded"));
+  // A device older than the IR (CC 8.9; nvJitLink refuses lto_90 for sm_89) and one newer than the
+  // library knows (CC 13.0): both refused by selection, the PTX group next (CC 8.9: nothing fits).
+  auto newer = probe({"--package", pkg, "load", "rdc"},
+                     fake({{"FATPACK_NVJITLINK", NVJITLINK_PATH}, {"FAKECUDA_DEVICES", "130"}, {"FATPACK_LOG", "info"}}));
+  CHECK(newer.has("load rdc device=0 ok entry=2 target=compute_90 (PTX ISA 9.0) [2 linked parts] jit=1"));
+  CHECK(newer.err_has("nvJitLink 13.0 cannot link for CC 13.0"));
+  // The kernel's LTO-IR alone does not link (the callee's IR is missing): the load falls back to PTX.
+  auto parts = lto_and_ptx_groups();
+  parts[0].link_part = parts[0].link_parts = 0;
+  parts.erase(parts.begin() + 1);
+  const auto half = package_file("proc_lto_half", parts);
+  auto h = probe({"--package", half, "load", "rdc"}, fake({{"FATPACK_NVJITLINK", NVJITLINK_PATH}}));
+  CHECK(h.has("load rdc device=0 ok entry=1 target=compute_90 (PTX ISA 9.0) [2 linked parts] jit=1"));
+}
+
 TEST_CASE("nvJitLink back end: real SASS without the driver's JIT; cuLink for archs it does not know") {
   if (access(NVJITLINK_PATH, R_OK) != 0) {
     MESSAGE("skipped: no " << NVJITLINK_PATH);

@@ -103,6 +103,32 @@ inline std::vector<fatpack::core::entry_input> entries_of(const std::string& mod
   return out;
 }
 
+// rdc_kernel.cu + rdc_device.cu as a package of the module "rdc": the LTO-IR group (lto_90, real
+// nvcc -ltoir -dlto output) and the relocatable PTX group (compute_90), as `fatpack build -- -rdc=true
+// -dlto` packs them. The LTO-IR parts list the kernels of the same source's PTX.
+inline std::vector<fatpack::core::entry_input> lto_and_ptx_groups() {
+  auto ptx = entries_of("rdc", {"rdc_kernel.compute_90.rdc.ptx", "rdc_device.compute_90.rdc.ptx"});
+  std::vector<fatpack::core::entry_input> out;
+  const char* lto[] = {"rdc_kernel.lto_90.ltoir", "rdc_device.lto_90.ltoir"};
+  for (std::size_t k = 0; k < 2; ++k) {
+    fatpack::core::entry_input e;
+    e.target = fatpack::core::target::parse("lto_90").value();
+    e.module_name = "rdc";
+    e.kernels = ptx[k].kernels;
+    e.raw = read_file(artifact(lto[k]));
+    e.link_part = std::uint16_t(k);
+    e.link_parts = 2;
+    out.push_back(std::move(e));
+  }
+  for (std::size_t k = 0; k < 2; ++k) {
+    ptx[k].link_part = std::uint16_t(k);
+    ptx[k].link_parts = 2;
+    out.push_back(std::move(ptx[k]));
+  }
+  return out;
+}
+
+
 inline std::vector<std::uint8_t> make_package(const std::string& name,
                                               const std::vector<fatpack::core::entry_input>& entries,
                                               fatpack::core::codec codec = fatpack::core::codec::lz4) {

@@ -215,7 +215,7 @@ const std::vector<row> table = {
   {90,  false, 13000, policy::sass_only, {"compute_90", "sm_80"}, none, {}},
   {90,  false, 13000, policy::sass_only, {"compute_90", "sm_90"}, "sm_90", {"sm_90"}},
   {120, false, 13000, policy::sass_only, {"compute_120", "sm_120", "compute_120f"}, "sm_120", {"sm_120"}},
-  // --- LTO-IR is never loadable in format v1 ------------------------------------------------------
+  // --- LTO-IR without an nvJitLink (the table's select() passes none) is never loadable ------------------------------------------------------
   {90,  false, 13000, policy::prefer_sass, {"lto_90", "compute_90"}, "compute_90", {"compute_90"}},
   {90,  false, 13000, policy::prefer_sass, {"lto_90", "lto_90a"}, none, {}},
   {100, false, 13000, policy::force_ptx, {"lto_100a", "lto_90"}, none, {}},
@@ -329,10 +329,49 @@ TEST_CASE("reasons name the target, the rule and the device") {
         "sm_90 SASS fits CC 9.0, but policy force_ptx loads only PTX");
   CHECK(reason({"sm_90", "compute_90"}, 90, 1, 13000, policy::sass_only) ==
         "compute_90 PTX fits CC 9.0, but policy sass_only never JIT-compiles");
-  CHECK(reason({"lto_90"}, 90, 0) == "lto_90 LTO-IR is reserved in format v1 and cannot be loaded");
+  CHECK(reason({"lto_90"}, 90, 0) ==
+        "lto_90 LTO-IR needs nvJitLink, and none is loaded (libnvJitLink.so.13, or FATPACK_NVJITLINK)");
   // An entry that fails the architecture rule gets that reason, not the policy's or the ISA's.
   CHECK(reason({"sm_80"}, 90, 0, 13000, policy::force_ptx) == "sm_80 SASS runs only on CC 8.x; the device is CC 9.0");
   CHECK(reason({"compute_100@9.0"}, 90, 0, 12040) == "compute_100 PTX needs CC 10.0 or newer; the device is CC 9.0");
+}
+
+TEST_CASE("LTO-IR: usable with an nvJitLink that knows the CC, between SASS and PTX") {
+  const auto order = [](const selection& s, const std::vector<std::string>& specs) {
+    std::vector<std::string> out;
+    for (const auto& c : s.candidates)
+      if (c.verdict != verdict::rejected) out.push_back(specs[c.entry]);
+    return out;
+  };
+  const std::vector<std::string> specs = {"compute_90", "lto_90", "sm_90", "lto_80"};
+  const selection s = select(package(specs), {90, false}, 13000, policy::prefer_sass, 13000);
+  CHECK(order(s, specs) == std::vector<std::string>{"sm_90", "lto_90", "lto_80", "compute_90"});
+  CHECK(verdict_of(s, 1).reason ==
+        "lto_90 LTO-IR links for CC 9.0 through nvJitLink 13.0; ranked below sm_90: SASS loads without a link, so it "
+        "ranks before LTO-IR");
+  CHECK(verdict_of(s, 0).reason.find("LTO-IR is optimised across files at link time") == std::string::npos);
+  const selection no_sass = select(package({"compute_90", "lto_90"}), {90, false}, 13000, policy::prefer_sass, 13000);
+  REQUIRE(no_sass.chosen == std::optional<std::size_t>(1));
+  CHECK(verdict_of(no_sass, 0).reason.find("ranked below lto_90: LTO-IR is optimised across files at link time") !=
+        std::string::npos);
+  // lto_90 links for sm_90 and newer only (the real nvJitLink 13.0 answers ARCH_MISMATCH for sm_89).
+  CHECK(select(package({"lto_90"}), {89, false}, 13000, policy::prefer_sass, 13000).candidates[0].reason ==
+        "lto_90 LTO-IR needs CC 9.0 or newer; the device is CC 8.9");
+  CHECK(select(package({"lto_90"}), {120, false}, 13000, policy::prefer_sass, 13000).chosen.has_value());
+  // nvJitLink 13.0 does not know CC 13.0 (NVJITLINK_ERROR_UNRECOGNIZED_ARCH): the PTX is next.
+  const selection future = select(package({"lto_90", "compute_90"}), {130, false}, 13000, policy::prefer_sass, 13000);
+  CHECK(future.chosen == std::optional<std::size_t>(1));
+  CHECK(verdict_of(future, 0).reason ==
+        "lto_90 LTO-IR: nvJitLink 13.0 cannot link for CC 13.0 (it knows the archs of CUDA 13.0)");
+  // A newer nvJitLink is assumed to know it (the loader falls back when it does not).
+  const selection newer = select(package({"lto_90", "compute_90"}), {130, false}, 13000, policy::prefer_sass, 13020);
+  CHECK(newer.chosen == std::optional<std::size_t>(0));
+  CHECK(verdict_of(newer, 0).reason.find("assumed to know the CC") != std::string::npos);
+  // Policies: force_ptx and sass_only refuse it.
+  CHECK(verdict_of(select(package({"lto_90"}), {90, false}, 13000, policy::force_ptx, 13000), 0).reason ==
+        "lto_90 LTO-IR fits CC 9.0, but policy force_ptx loads only PTX");
+  CHECK(verdict_of(select(package({"lto_90"}), {90, false}, 13000, policy::sass_only, 13000), 0).reason ==
+        "lto_90 LTO-IR fits CC 9.0, but policy sass_only never JIT-compiles");
 }
 
 TEST_CASE("nothing fits: one paragraph with the device, the driver's ISA limit and every entry's reason") {

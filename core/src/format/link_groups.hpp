@@ -21,7 +21,8 @@ struct link_member {
 
 // The first entry that breaks the rule and why (an empty `why` when every group is well formed):
 // a group of n >= 2 entries is n consecutive entries with parts == n and part 0..n-1 in order, of one
-// module, target, PTX ISA and option string, of kind PTX; a standalone entry has part == parts == 0.
+// module, target, PTX ISA and option string (so one kind), of kind PTX or LTO-IR; a standalone entry
+// has part == parts == 0.
 struct link_problem {
   std::size_t entry = 0;
   std::string why;
@@ -39,7 +40,7 @@ inline link_problem check_link_groups(const std::vector<link_member>& m) {
     if (first.part != 0)
       return {i, "link_part " + std::to_string(first.part) + " of " + std::to_string(first.parts) +
                      " does not follow part " + std::to_string(first.part - 1) + " of its group"};
-    if (first.target.kind != entry_kind::ptx) return {i, "a link group holds PTX entries only"};
+    if (first.target.kind == entry_kind::sass) return {i, "a link group holds PTX or LTO-IR entries, not SASS"};
     if (m.size() - i < first.parts)
       return {i, "link group of " + std::to_string(first.parts) + " parts runs past the last entry"};
     for (std::uint16_t k = 1; k < first.parts; ++k) {

@@ -53,6 +53,11 @@ bool is_tegra_arch(std::uint32_t arch) {
   return std::find(std::begin(tegra), std::end(tegra), arch) != std::end(tegra);
 }
 
+bool nvjitlink_knows_arch(int nvjitlink_version, std::uint32_t arch) {
+  if (nvjitlink_version <= 0) return false;
+  return nvjitlink_version > 13000 || is_known_arch(arch);
+}
+
 bool is_known_arch(std::uint32_t arch) {
   const auto& k = known_sass_archs();
   return std::find(k.begin(), k.end(), arch) != k.end();

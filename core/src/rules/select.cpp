@@ -5,12 +5,13 @@
 //
 // NVIDIA's facts (families, PTX ISA per driver) come from arch_table; this file holds only the
 // rules and the ranking. Each entry is judged on its own, in this order:
-//   1. LTO-IR: never loadable in format v1.
-//   2. architecture: SASS sm_XY on CC X.Z with Z >= Y (Tegra: exact CC only); PTX compute_XY on
-//      CC >= X.Y; `a` on the exact CC only; `f` on the family's members only.
-//   3. policy: force_ptx refuses SASS, sass_only refuses PTX.
+//   1. LTO-IR: only with an nvJitLink loaded that knows the device's CC (arch_table).
+//   2. architecture: SASS sm_XY on CC X.Z with Z >= Y (Tegra: exact CC only); PTX compute_XY and
+//      LTO-IR lto_XY on CC >= X.Y (nvJitLink links lto_90 for sm_90 and newer, refuses sm_89 with
+//      NVJITLINK_ERROR_ARCH_MISMATCH); `a` on the exact CC only; `f` on the family's members only.
+//   3. policy: force_ptx refuses SASS and LTO-IR, sass_only refuses PTX and LTO-IR.
 //   4. PTX ISA: refused when newer than the driver accepts (not checked when the driver is unknown).
-// Survivors are ranked (SASS before PTX; see rank_of) and the loader tries them in that order,
+// Survivors are ranked (SASS, then LTO-IR, then PTX; see rank_of) and the loader tries them in that order,
 // falling back along it when the driver refuses one anyway.
 #include "fatpack/core/select.hpp"
 
@@ -67,7 +68,7 @@ std::string arch_refusal(const target& t, const device_desc& dev) {
     case arch_variant::plain:
       break;
   }
-  if (t.kind == entry_kind::ptx) {
+  if (t.kind != entry_kind::sass) {  // PTX and LTO-IR: the JIT compiles them for any newer CC
     if (t.arch <= dev.arch) return {};
     return what + " needs CC " + cc(t.arch) + " or newer; " + device_text(dev);
   }
@@ -86,7 +87,8 @@ std::string arch_refusal(const target& t, const device_desc& dev) {
 }
 
 // Compared lexicographically, larger is better; std::stable_sort keeps entry order for ties.
-//   [0] SASS before PTX
+//   [0] SASS before LTO-IR before PTX (docs/selection.md: LTO-IR is what the user built with -dlto
+//       for, cross-file optimisation; nvJitLink falls back to the PTX when it cannot link)
 //   [1] SASS for the exact CC first, [2] and there a > f > plain
 //   [3] then the highest arch (SASS: the highest lower minor; PTX: the highest compute_XY)
 //   [4] at the same arch a > f > plain
@@ -98,8 +100,9 @@ rank_key rank_of(const entry_desc& e, const device_desc& dev) {
   const int v = variant_rank(t.variant);
   if (t.kind == entry_kind::sass) {
     const bool exact = t.arch == dev.arch;
-    return {1, exact ? 1 : 0, exact ? v : 0, int(t.arch), v, 0, 0};
+    return {2, exact ? 1 : 0, exact ? v : 0, int(t.arch), v, 0, 0};
   }
+  if (t.kind == entry_kind::ltoir) return {1, 0, 0, int(t.arch), v, 0, 0};
   return {0, 0, 0, int(t.arch), v, int(e.ptx_isa.major), int(e.ptx_isa.minor)};
 }
 
@@ -108,12 +111,15 @@ rank_key rank_of(const entry_desc& e, const device_desc& dev) {
 const char* rank_rule(const rank_key& best, const rank_key& lower) {
   std::size_t i = 0;
   while (i < best.size() && best[i] == lower[i]) ++i;
-  const bool sass = best[0] == 1;
+  const bool sass = best[0] == 2;
   switch (i) {
-    case 0: return "SASS loads without JIT, so it ranks before PTX";
+    case 0:
+      if (sass) return lower[0] == 1 ? "SASS loads without a link, so it ranks before LTO-IR"
+                                     : "SASS loads without JIT, so it ranks before PTX";
+      return "LTO-IR is optimised across files at link time (built with -dlto for that), so it ranks before PTX";
     case 1: return "SASS for the exact CC ranks first";
     case 2: return "at the exact CC, a SASS ranks before f before plain";
-    case 3: return sass ? "the highest compatible minor ranks first" : "the highest PTX arch ranks first";
+    case 3: return sass ? "the highest compatible minor ranks first" : best[0] == 1 ? "the highest LTO-IR arch ranks first" : "the highest PTX arch ranks first";
     case 4: return sass ? "at the same arch, f SASS ranks before plain" : "at the same arch, a PTX ranks before f before plain";
     case 5:
     case 6: return "the newest PTX ISA ranks first; older ones stay as fallbacks";
@@ -145,7 +151,7 @@ struct driver_facts {
   }
 };
 
-std::string usable_reason(const entry_desc& e, const device_desc& dev, const driver_facts& drv) {
+std::string usable_reason(const entry_desc& e, const device_desc& dev, const driver_facts& drv, int nvjitlink_version) {
   const target& t = e.target;
   if (t.kind == entry_kind::sass) {
     if (t.arch == dev.arch) {
@@ -158,6 +164,9 @@ std::string usable_reason(const entry_desc& e, const device_desc& dev, const dri
       return t.str() + " SASS runs on CC " + cc(dev.arch) + " (a member of the " + std::to_string(t.arch) + "f family)";
     return t.str() + " SASS runs on CC " + cc(dev.arch) + " (same major, lower minor)";
   }
+  if (t.kind == entry_kind::ltoir)
+    return t.str() + " LTO-IR links for CC " + cc(dev.arch) + " through nvJitLink " + cuda_version_str(nvjitlink_version) +
+           (nvjitlink_version > 13000 ? " (assumed to know the CC: newer than fatpack's table)" : "");
   std::string s = t.str() + " PTX (ISA " + (e.ptx_isa.known() ? e.ptx_isa.str() : std::string("unknown")) +
                   ") JIT-compiles for CC " + cc(dev.arch);
   if (drv.isa_checked() && e.ptx_isa.known())
@@ -171,7 +180,8 @@ std::string usable_reason(const entry_desc& e, const device_desc& dev, const dri
 
 }  // namespace
 
-selection select(const std::vector<entry_desc>& entries, device_desc device, int driver_version, policy p) {
+selection select(const std::vector<entry_desc>& entries, device_desc device, int driver_version, policy p,
+                 int nvjitlink_version) {
   driver_facts drv;
   drv.version = driver_version > 0 ? driver_version : 0;
   drv.max_isa = max_ptx_isa_for_driver(drv.version);
@@ -188,13 +198,25 @@ selection select(const std::vector<entry_desc>& entries, device_desc device, int
     const target& t = e.target;
     auto reject = [&](std::string why) { rejected.push_back({i, verdict::rejected, std::move(why)}); };
 
-    if (t.kind == entry_kind::ltoir) {
-      reject(t.str() + " LTO-IR is reserved in format v1 and cannot be loaded");
-      continue;
-    }
     if (std::string why = arch_refusal(t, device); !why.empty()) {
       reject(std::move(why));
       continue;
+    }
+    if (t.kind == entry_kind::ltoir) {
+      if (p != policy::prefer_sass) {
+        reject(t.str() + " LTO-IR fits CC " + cc(device.arch) + ", but policy " + policy_name(p) +
+               (p == policy::force_ptx ? " loads only PTX" : " never JIT-compiles"));
+        continue;
+      }
+      if (nvjitlink_version <= 0) {
+        reject(t.str() + " LTO-IR needs nvJitLink, and none is loaded (libnvJitLink.so.13, or FATPACK_NVJITLINK)");
+        continue;
+      }
+      if (!nvjitlink_knows_arch(nvjitlink_version, device.arch)) {
+        reject(t.str() + " LTO-IR: nvJitLink " + cuda_version_str(nvjitlink_version) + " cannot link for CC " +
+               cc(device.arch) + " (it knows the archs of CUDA " + cuda_version_str(nvjitlink_version) + ")");
+        continue;
+      }
     }
     if (t.kind == entry_kind::sass && p == policy::force_ptx) {
       reject(t.str() + " SASS fits CC " + cc(device.arch) + ", but policy force_ptx loads only PTX");
@@ -218,7 +240,7 @@ selection select(const std::vector<entry_desc>& entries, device_desc device, int
   out.candidates.reserve(entries.size());
   for (std::size_t r = 0; r < usable.size(); ++r) {
     const entry_desc& e = entries[usable[r].entry];
-    std::string reason = usable_reason(e, device, drv);
+    std::string reason = usable_reason(e, device, drv, nvjitlink_version);
     if (r > 0)
       reason += "; ranked below " + entry_name(entries[usable[0].entry]) + ": " + rank_rule(usable[0].key, usable[r].key);
     out.candidates.push_back({usable[r].entry, r == 0 ? verdict::chosen : verdict::usable, std::move(reason)});

@@ -132,7 +132,7 @@ struct attempt_info {
   std::string target;        // "sm_90", "compute_80 (PTX ISA 9.0)"
   bool jit = false;          // this try went through PTX -> SASS
   bool jit_reused = false;   // the SASS came from an earlier JIT in this process (or the cache)
-  std::string jit_path;      // "culink", "nvjitlink 13.0" (JIT tries only)
+  std::string jit_path;      // "culink", "nvjitlink 13.0", "nvjitlink 13.0 (LTO)" for LTO-IR (JIT tries only)
   bool ok = false;
   int cuda_status = 0;       // the CUresult of the failing call
   std::string message;       // why it failed ("" when ok)
@@ -166,7 +166,7 @@ struct load_report {
   std::string reason;                      // why it was chosen
   bool jit = false;                        // it went through the JIT
   bool jit_reused = false;
-  std::string jit_path;                    // "culink", "nvjitlink 13.0"
+  std::string jit_path;                    // "culink", "nvjitlink 13.0", "nvjitlink 13.0 (LTO)"
   // Milliseconds per phase. context: choosing the context (the primary context's creation, the first
   // time a process uses the device: 100-300 ms, not fatpack's own cost).
   double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;

@@ -58,9 +58,11 @@ std::string load_report::trace() const {
   std::string phases = "[select " + ms(select_ms) + ", context " + ms(context_ms) + ", decompress " + ms(decompress_ms) + ", jit " + ms(jit_ms) +
                        ", load " + ms(load_ms) + ", total " + ms(total_ms) + "]";
   if (loaded) {
+    // An LTO-IR group's target starts with lto_ (describe_target): linked by nvJitLink, not from PTX.
+    const std::string from = target.rfind("lto_", 0) == 0 ? "LTO-IR" : "PTX";
     s += "  loaded entry " + std::to_string(entry) + " " + target +
-         (jit ? (jit_reused ? " (JIT from PTX, SASS reused)" : " (JIT from PTX)") : " (SASS)") + ": " + reason + " " +
-         phases;
+         (jit ? (jit_reused ? " (JIT from " + from + ", SASS reused)" : " (JIT from " + from + ")") : std::string(" (SASS)")) +
+         ": " + reason + " " + phases;
   } else if (attempts.empty() && !candidates.empty() && candidates.front().verdict != verdict::rejected) {
     s += "  planned entry " + std::to_string(candidates.front().entry) + " " + candidates.front().target + ": " +
          candidates.front().reason;

@@ -93,7 +93,7 @@ const result<const nvjitlink_lib*>& load_nvjitlink() {
 
 result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector<core::byte_span>& ptx_parts,
                                      std::string_view name, const jit_options& opts, std::uint32_t arch,
-                                     core::arch_variant variant, bool& arch_unknown) {
+                                     core::arch_variant variant, bool& arch_unknown, bool ltoir) {
   arch_unknown = false;
   auto create = reinterpret_cast<create_fn>(lib.fns[0]);
   auto destroy = reinterpret_cast<destroy_fn>(lib.fns[1]);
@@ -111,6 +111,7 @@ result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector
   // The entry's options in nvJitLink's syntax (the cuLink path passes the CU_JIT_* equivalents), and
   // a verbose info log, as cuLink's CU_JIT_LOG_VERBOSE gives ("Used 32 registers").
   words.push_back("-verbose");
+  if (ltoir) words.push_back("-lto");
   if (opts.optimization_level >= 0) words.push_back("-Xptxas=-O" + std::to_string(opts.optimization_level));
   if (opts.max_registers > 0) words.push_back("-maxrregcount=" + std::to_string(opts.max_registers));
   if (opts.line_info) words.push_back("-lineinfo");
@@ -141,7 +142,7 @@ result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector
   if (r != k_success) return fail("nvJitLinkCreate", r);
   for (std::size_t k = 0; k < ptx_parts.size(); ++k) {
     const std::string part = ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what;
-    r = add(h, NVJITLINK_INPUT_PTX, ptx_parts[k].data, ptx_parts[k].size, part.c_str());
+    r = add(h, ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, ptx_parts[k].data, ptx_parts[k].size, part.c_str());
     if (r != k_success) return fail("nvJitLinkAddData", r);
   }
   r = complete(h);

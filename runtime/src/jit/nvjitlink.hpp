@@ -32,8 +32,10 @@ const result<const nvjitlink_lib*>& load_nvjitlink();
 // Compiles NUL-terminated PTX for sm_<arch><variant>. `arch_unknown` is set when the library does not
 // know that architecture (the caller then uses cuLink).
 // Several parts (a link group, docs/format.md §4.1) are added one by one and linked together.
+// `ltoir`: the parts are LTO-IR (nvcc -dlto), added as NVJITLINK_INPUT_LTOIR and linked with -lto;
+// only nvJitLink can link them (the caller falls back to the module's next candidate, not cuLink).
 result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector<core::byte_span>& ptx_parts,
                                      std::string_view name, const jit_options& opts, std::uint32_t arch,
-                                     core::arch_variant variant, bool& arch_unknown);
+                                     core::arch_variant variant, bool& arch_unknown, bool ltoir = false);
 
 }  // namespace fatpack::detail

@@ -116,7 +116,9 @@ jit_key make_jit_key(const jit_request& req) {
   // What the JIT is given, not the text: the same options spelt differently share a key, and text no
   // JIT applies (-v, an invalid value) changes nothing in the SASS.
   k.options = parse_jit_options(e.options).canonical();
-  k.backend = jit_backend_in_use() == jit_backend::nvjitlink ? "nvjitlink" : "culink";
+  // LTO-IR has one path, nvJitLink, whatever backend PTX uses.
+  k.backend = jit_backend_in_use() == jit_backend::nvjitlink || e.target.kind == core::entry_kind::ltoir ? "nvjitlink"
+                                                                                                          : "culink";
   k.driver_version = driver_version;
   for (std::uint16_t part = 1; part < e.link_parts; ++part) {
     const core::entry_info& p = req.package->view.entries().at(req.entry + part);
@@ -235,7 +237,8 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
       return s.error();  // bad_package with the fault (checksum, codec, ...) as its reason
     }
     ptx[k].back() = 0;
-    ptx_bytes.emplace_back(ptx[k].data(), ptx[k].size());
+    // PTX with its NUL; LTO-IR is binary and given exactly.
+    ptx_bytes.emplace_back(ptx[k].data(), ptx[k].size() - (e.target.kind == core::entry_kind::ltoir ? 1 : 0));
   }
   decompress_ms = sw.ms();
   const jit_options opts = parse_jit_options(e.options);
@@ -250,6 +253,13 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
     return out;
   };
   arch_unknown = false;
+  if (e.target.kind == core::entry_kind::ltoir) {
+    // Only nvJitLink links LTO-IR; selection admitted this entry because one is loaded.
+    const auto& lib = load_nvjitlink();
+    if (!lib) return error{errc::jit_failed, 0, name + ": LTO-IR needs nvJitLink: " + lib.error().message, {}};
+    path = (*lib)->identify() + " (LTO)";
+    return say_dropped(nvjitlink_compile(**lib, ptx_bytes, name, opts, target, e.target.variant, arch_unknown, true));
+  }
   if (nvj) {
     path = nvj->identify();
     return say_dropped(nvjitlink_compile(*nvj, ptx_bytes, name, opts, target, e.target.variant, arch_unknown));
@@ -280,9 +290,13 @@ const nvjitlink_lib* pick_nvjitlink() {
   return nullptr;
 }
 
-// The key the cache sees: it names the path that produces the bytes.
+// The key the cache sees: it names the path that produces the bytes (LTO-IR: always nvJitLink).
 jit_key cache_key(const jit_request& req, const nvjitlink_lib* nvj) {
   jit_key key = make_jit_key(req);
+  if (req.package->view.entries().at(req.entry).target.kind == core::entry_kind::ltoir) {
+    const auto& lib = load_nvjitlink();
+    if (lib) nvj = *lib;
+  }
   key.backend = nvj ? "nvjitlink-" + std::to_string(nvj->major) + "." + std::to_string(nvj->minor) : "culink";
   return key;
 }
@@ -486,7 +500,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
   jit_result jr;
   bool arch_unknown = false;
   result<jit_output> out = compile_entry(req, nvj, arch_unknown, jr.path, jr.decompress_ms);
-  if (!out && nvj && arch_unknown) {
+  if (!out && nvj && arch_unknown && e.target.kind != core::entry_kind::ltoir) {
     // A GPU newer than this nvJitLink: only the driver knows it.
     log_line(log_level::info, out.error().message + "; using the driver's cuLink JIT");
     key.backend = "culink";

@@ -216,7 +216,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         continue;
       }
       load_and_record(image, "cuModuleLoadDataEx");
-    } else if (e.target.kind == core::entry_kind::ptx) {
+    } else {  // PTX through the driver's JIT or nvJitLink, LTO-IR through nvJitLink (jit/service)
       a.jit = true;
       jit_request req;
       req.package = me.package;
@@ -263,10 +263,6 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
           a.message += "; compiling again failed: " + fresh.error().message;
         }
       }
-    } else {
-      a.message = "LTO-IR entries need nvJitLink, which this runtime does not use yet";
-      rep.attempts.push_back(std::move(a));
-      continue;
     }
 
     a.cuda_status = static_cast<int>(status);

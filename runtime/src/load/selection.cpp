@@ -3,6 +3,7 @@
 
 #include "platform/clock.hpp"
 #include "platform/env.hpp"
+#include "jit/nvjitlink.hpp"
 
 #include <atomic>
 
@@ -30,11 +31,20 @@ module_selection select_entries(const module_entries& me, std::uint32_t arch, bo
   const auto& es = me.package->view.entries();
   std::vector<core::entry_desc> descs;
   descs.reserve(me.entries.size());
-  for (std::size_t i : me.entries) descs.push_back(core::entry_desc{es[i].target, es[i].ptx_isa});
+  bool ltoir = false;
+  for (std::size_t i : me.entries) {
+    descs.push_back(core::entry_desc{es[i].target, es[i].ptx_isa});
+    ltoir = ltoir || es[i].target.kind == core::entry_kind::ltoir;
+  }
   core::device_desc dev;
   dev.arch = arch;
   dev.tegra = tegra;
-  out.sel = core::select(descs, dev, driver_version, p);
+  // LTO-IR is usable only through nvJitLink: loaded (dlopen, once per process) only for a module
+  // that has LTO-IR, and its version tells the selector which CCs it can link for.
+  int nvjitlink_version = 0;
+  if (ltoir)
+    if (const auto& lib = load_nvjitlink(); lib) nvjitlink_version = int((*lib)->major * 1000 + (*lib)->minor * 10);
+  out.sel = core::select(descs, dev, driver_version, p, nvjitlink_version);
   // Map the selector's indices (into `descs`) back to package entry indices.
   for (auto& c : out.sel.candidates) c.entry = me.entries.at(c.entry);
   if (out.sel.chosen) out.sel.chosen = me.entries.at(*out.sel.chosen);

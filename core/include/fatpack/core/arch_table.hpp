@@ -17,6 +17,12 @@ const std::vector<std::uint32_t>& hypothetical_archs();
 // True when arch is in known_sass_archs().
 bool is_known_arch(std::uint32_t arch);
 
+// Whether an nvJitLink of this version (nvJitLinkVersion() as major*1000+minor*10) can link for a
+// device of CC `arch`. 13.0 targets what nvcc 13.0 does (known_sass_archs(); it answers
+// NVJITLINK_ERROR_UNRECOGNIZED_ARCH for sm_130). A newer library is assumed to know the device (this
+// table cannot list its archs); the runtime falls back to the next candidate when it does not.
+bool nvjitlink_knows_arch(int nvjitlink_version, std::uint32_t arch);
+
 // Tegra / Jetson architectures (3.2, 5.3, 6.2, 7.2, 8.7, 10.1, 11.0): integrated GPUs without SASS
 // minor-version compatibility. The runtime asks the device itself; `fatpack warm --target`, which has
 // no device of that CC, asks this.

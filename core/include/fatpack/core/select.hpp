@@ -47,7 +47,9 @@ struct selection {
 };
 
 // driver_version: cuDriverGetVersion() format (13000); 0 = unknown (no PTX ISA check).
+// nvjitlink_version: the nvJitLink the runtime loaded, as nvJitLinkVersion() major*1000+minor*10
+// (13000 for 13.0); 0 = none loaded, so LTO-IR entries are refused.
 selection select(const std::vector<entry_desc>& entries, device_desc device, int driver_version,
-                 fatpack::policy p = fatpack::policy::prefer_sass);
+                 fatpack::policy p = fatpack::policy::prefer_sass, int nvjitlink_version = 0);
 
 }  // namespace fatpack::core
