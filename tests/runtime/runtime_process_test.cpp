@@ -258,6 +258,28 @@ TEST_CASE("LTO-IR link group: nvJitLink links real nvcc -dlto output; the PTX gr
   CHECK(h.has("load rdc device=0 ok entry=1 target=compute_90 (PTX ISA 9.0) [2 linked parts] jit=1"));
 }
 
+TEST_CASE("LTO-IR beside SASS that fits: nvJitLink is not even loaded") {
+  if (access(NVJITLINK_PATH, R_OK) != 0) {
+    MESSAGE("skipped: no " << NVJITLINK_PATH);
+    return;
+  }
+  auto entries = lto_and_ptx_groups();
+  auto sass = entries_of("rdc", {"vadd.sm_90.cubin"});  // any sm_90 cubin: this load only selects and loads
+  entries.insert(entries.end(), sass.begin(), sass.end());
+  const auto pkg = package_file("proc_lto_sass", entries);
+  // LD_DEBUG=files names every library the dynamic loader opens, dlopen() included.
+  auto r = probe({"--package", pkg, "load", "rdc"},
+                 fake({{"FATPACK_NVJITLINK", NVJITLINK_PATH}, {"FATPACK_LOG", "info"}, {"LD_DEBUG", "files"}}));
+  CHECK(r.status == 0);
+  CHECK(r.has("target=sm_90 jit=0"));
+  CHECK(r.err_has("LTO-IR not considered: SASS fits the device, so nvJitLink was not loaded"));
+  CHECK_FALSE(r.err_has("libnvJitLink"));
+  // On a device the SASS does not fit, the LTO-IR group is ranked and linked as before.
+  auto lto = probe({"--package", pkg, "load", "rdc"},
+                   fake({{"FATPACK_NVJITLINK", NVJITLINK_PATH}, {"FAKECUDA_DEVICES", "100"}, {"FATPACK_LOG", "info"}}));
+  CHECK(lto.has("target=lto_90 [2 linked parts] jit=1"));
+}
+
 TEST_CASE("nvJitLink back end: real SASS without the driver's JIT; cuLink for archs it does not know") {
   if (access(NVJITLINK_PATH, R_OK) != 0) {
     MESSAGE("skipped: no " << NVJITLINK_PATH);

@@ -39,12 +39,20 @@ module_selection select_entries(const module_entries& me, std::uint32_t arch, bo
   core::device_desc dev;
   dev.arch = arch;
   dev.tegra = tegra;
-  // LTO-IR is usable only through nvJitLink: loaded (dlopen, once per process) only for a module
-  // that has LTO-IR, and its version tells the selector which CCs it can link for.
-  int nvjitlink_version = 0;
-  if (ltoir)
-    if (const auto& lib = load_nvjitlink(); lib) nvjitlink_version = int((*lib)->major * 1000 + (*lib)->minor * 10);
-  out.sel = core::select(descs, dev, driver_version, p, nvjitlink_version);
+  // LTO-IR is usable only through nvJitLink, whose version tells the selector which CCs it can link
+  // for. Loading it (a dlopen of a large library: 6 ms on the H200's host, once per process) is paid
+  // only when an LTO-IR entry could be the one loaded: not when SASS fits the device, which ranks
+  // before LTO-IR. Then the LTO-IR entries stay unranked, and a refused SASS falls back to the PTX.
+  out.sel = core::select(descs, dev, driver_version, p, 0);
+  const bool sass_chosen = out.sel.chosen && descs[*out.sel.chosen].target.kind == core::entry_kind::sass;
+  if (ltoir && sass_chosen) {
+    for (auto& c : out.sel.candidates)
+      if (descs[c.entry].target.kind == core::entry_kind::ltoir)
+        c.reason = descs[c.entry].target.str() + " LTO-IR not considered: SASS fits the device, so nvJitLink was not loaded";
+  } else if (ltoir) {
+    if (const auto& lib = load_nvjitlink(); lib)
+      out.sel = core::select(descs, dev, driver_version, p, int((*lib)->major * 1000 + (*lib)->minor * 10));
+  }
   // Map the selector's indices (into `descs`) back to package entry indices.
   for (auto& c : out.sel.candidates) c.entry = me.entries.at(c.entry);
   if (out.sel.chosen) out.sel.chosen = me.entries.at(*out.sel.chosen);
