@@ -66,14 +66,18 @@ result<jit_output> jit_link(const driver& d, const std::vector<core::byte_span>&
     return cuda_error(code, r, "JIT of " + what + ": " + d.call_failed(call, r), std::move(log));
   };
 
+  // The inputs' names outlive the link state (declared first, destroyed last): a linker may keep a
+  // name and read it again in cuLinkComplete, as nvJitLink does (see nvjitlink.cpp).
+  std::vector<std::string> part_names;
+  part_names.reserve(ptx_parts.size());
   link_state ls{d};
   CUresult r = d.cuLinkCreate(static_cast<unsigned>(keys.size()), keys.data(), vals.data(), &ls.s);
   if (r != CUDA_SUCCESS) return fail(errc::jit_failed, "cuLinkCreate", r);
   stopwatch sw;
   for (std::size_t k = 0; k < ptx_parts.size(); ++k) {
-    const std::string part = ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what;
+    part_names.push_back(ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what);
     r = d.cuLinkAddData(ls.s, CU_JIT_INPUT_PTX, const_cast<std::uint8_t*>(ptx_parts[k].data), ptx_parts[k].size,
-                        part.c_str(), 0, nullptr, nullptr);
+                        part_names.back().c_str(), 0, nullptr, nullptr);
     if (r != CUDA_SUCCESS) {
       const std::string call = ptx_parts.size() > 1 ? "cuLinkAddData (part " + std::to_string(k) + ")" : "cuLinkAddData";
       return fail(errc::jit_failed, call.c_str(), r);

@@ -140,9 +140,15 @@ result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector
   stopwatch sw;
   nvJitLinkResult r = create(&h, static_cast<std::uint32_t>(argv.size()), argv.data());
   if (r != k_success) return fail("nvJitLinkCreate", r);
+  // nvJitLink keeps each input's name and reads it again in nvJitLinkComplete (its error log names
+  // the input of an unresolved reference), so the names live as long as the handle. Found by ASan:
+  // a name that died with its loop iteration was read after free when a lone part did not link.
+  std::vector<std::string> part_names;
+  part_names.reserve(ptx_parts.size());
   for (std::size_t k = 0; k < ptx_parts.size(); ++k) {
-    const std::string part = ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what;
-    r = add(h, ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, ptx_parts[k].data, ptx_parts[k].size, part.c_str());
+    part_names.push_back(ptx_parts.size() > 1 ? what + " part " + std::to_string(k) : what);
+    r = add(h, ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX, ptx_parts[k].data, ptx_parts[k].size,
+            part_names.back().c_str());
     if (r != k_success) return fail("nvJitLinkAddData", r);
   }
   r = complete(h);
