@@ -425,8 +425,11 @@ FATPACK_API void set_jit_threads(unsigned n);
 // Log level: FATPACK_LOG=off|error|warn|info|debug. Default (unset, and never set here): off, except
 // one line for the first warning of the process, naming how to see all (warn) or none (off); an
 // explicit level, `off` included, replaces that. Lines go to stderr, or to the
-// callback when one is set (then nothing goes to stderr). The callback is called with a lock held:
-// it must not call back into fatpack. set_log_callback(nullptr) restores stderr.
+// callback when one is set (then nothing goes to stderr). The callback is called with the log's own
+// lock held (one line at a time), so it must not call back into fatpack; no other fatpack lock is
+// held then, and a JIT pool thread calls it only after its task is done, so it may take the
+// application's locks, even ones the application holds while calling fatpack (docs/runtime.md §6).
+// A callback that throws loses the lines held back meanwhile. set_log_callback(nullptr) restores stderr.
 FATPACK_API void set_log_level(log_level level);
 FATPACK_API log_level get_log_level();
 FATPACK_API void set_log_callback(std::function<void(log_level, std::string_view line)> callback);

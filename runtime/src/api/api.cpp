@@ -265,6 +265,7 @@ result<cu_function> module::function(std::string_view kernel) const {
   auto& s = *state_;
   if (auto alive = s.check_context(); !alive) return alive.error();
   std::string name(kernel);
+  detail::log_deferral defer;  // a lookup may log; the lines go out after s.mu is released
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.functions.find(name);
   if (it != s.functions.end()) return it->second;

@@ -153,6 +153,7 @@ fatpack::result<std::string> register_image(const void* image, const char* call)
   const fatpack::core::byte_span bytes(static_cast<const std::uint8_t*>(image), *size);
   const std::uint64_t h = fatpack::core::xxh3(bytes);
   auto& st = state();
+  fatpack::detail::log_deferral defer;  // the registry logs; the lines go out after st.mu is released
   std::lock_guard<std::mutex> lock(st.mu);
   auto named = st.images.name_of(bytes.data, bytes.size, h);
   if (named.is_new) {

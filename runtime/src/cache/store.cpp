@@ -24,14 +24,14 @@ std::uint32_t now_seconds() { return static_cast<std::uint32_t>(current_fs().now
 bool race_errno(int e) { return e == ENOENT || e == ESTALE || e == ENOTDIR || e == EAGAIN || e == EWOULDBLOCK || e == EEXIST; }
 
 void cache_dir::warn_once(const std::string& kind, const std::string& text) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> g(warn_mu_);
-    if (!warned_.insert(kind).second) {
-      log_line(log_level::debug, text);  // said once already: the rest for whoever debugs
-      return;
-    }
+    first = warned_.insert(kind).second;
   }
-  log_line(log_level::warn, text);
+  // Said once already: the rest for whoever debugs. Logged after warn_mu_ is released (the log
+  // callback is the application's).
+  log_line(first ? log_level::warn : log_level::debug, text);
 }
 
 void cache_dir::io_problem(const std::string& what, const std::string& path, int e, const std::string& effect) {

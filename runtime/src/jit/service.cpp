@@ -156,6 +156,7 @@ std::size_t jit_service::compiles() const {
 }
 
 core::thread_pool& jit_service::pool() {
+  log_deferral defer;  // the lines below go out after mu_ is released (platform/log.hpp)
   std::lock_guard<std::mutex> lock(mu_);
   if (!pool_) {
     unsigned n = std::min(threads_, max_jit_threads);
@@ -328,6 +329,13 @@ void jit_service::forget(const jit_request& req) {
 }
 
 void jit_service::background(std::function<void()> job, bool store_queue) {
+  // The job's lines go out when it has ended, after it counted itself done: flush_stores and the
+  // exit flush may be waiting for it on a thread that holds the application's locks, which the
+  // application's log callback may want (platform/log.hpp).
+  auto deferred = [job] {
+    log_deferral defer;
+    job();
+  };
   try {
     if (store_queue) {
       core::thread_pool* q;
@@ -336,9 +344,9 @@ void jit_service::background(std::function<void()> job, bool store_queue) {
         if (!store_queue_) store_queue_.reset(new core::thread_pool(1));  // leaked with the service
         q = store_queue_.get();
       }
-      q->submit(job);
+      q->submit(deferred);
     } else {
-      pool().submit(job);
+      pool().submit(deferred);
     }
   } catch (...) {
     job();  // no pool thread could be started: do it here rather than lose it
@@ -637,6 +645,9 @@ result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
       // A pool that cannot take the job leaves it queued: wait() takes it over.
       try {
         pool().submit([this, t] {
+          // Lines go out after the task is done: a waiter may hold the application's locks, which
+          // the application's log callback may want (platform/log.hpp).
+          log_deferral defer;
           if (t->claim()) run(t);
         });
       } catch (...) {

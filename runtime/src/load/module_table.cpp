@@ -1,6 +1,8 @@
 // The module table (see module_table.hpp).
 #include "load/module_table.hpp"
 
+#include "platform/log.hpp"
+
 #include <cstdio>
 
 namespace fatpack::detail {
@@ -33,6 +35,9 @@ result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& dr
     s = sp;
     seen = s->generation;
   }
+  // A load (selection, a JIT on this thread) logs; the lines go out after the slot's lock is
+  // released, so a log callback never waits for a lock while another loader of this slot waits for it.
+  log_deferral defer;
   std::lock_guard<std::mutex> load_lock(s->mu);
   if (auto live = s->loaded.lock()) return live;
   std::uint64_t now = 0;

@@ -74,9 +74,11 @@ bool log_enabled(log_level level) {
   return level != log_level::off && static_cast<int>(level) <= state().level.load(std::memory_order_relaxed);
 }
 
-void log_line(log_level level, std::string_view text) {
-  std::string first;
-  if (!log_enabled(level) && !take_first_warning(level, text, first)) return;
+namespace {
+
+thread_local log_deferral* t_deferral = nullptr;
+
+void emit(log_level level, std::string_view text) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   std::size_t pos = 0;
@@ -92,6 +94,34 @@ void log_line(log_level level, std::string_view text) {
     }
     if (nl == std::string_view::npos) break;
     pos = nl + 1;
+  }
+}
+
+}  // namespace
+
+void log_line(log_level level, std::string_view text) {
+  std::string first;
+  if (!log_enabled(level) && !take_first_warning(level, text, first)) return;
+  if (t_deferral) {
+    t_deferral->lines_.emplace_back(level, std::string(text));
+    return;
+  }
+  emit(level, text);
+}
+
+log_deferral::log_deferral() noexcept : outer_(t_deferral) { t_deferral = this; }
+
+log_deferral::~log_deferral() {
+  t_deferral = outer_;
+  try {
+    if (outer_) {
+      for (auto& l : lines_) outer_->lines_.push_back(std::move(l));
+    } else {
+      for (const auto& l : lines_) emit(l.first, l.second);
+    }
+  } catch (...) {
+    // No memory for a line, or a log callback that throws: the lines are lost, not the process
+    // (a destructor that throws would end it).
   }
 }
 

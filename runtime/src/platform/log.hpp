@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace fatpack::detail {
 
@@ -21,5 +23,23 @@ const char* log_level_name(log_level level);
 void set_log_threshold(log_level level);
 log_level log_threshold();
 void set_log_sink(std::function<void(log_level, std::string_view)> callback);
+
+// Holds back the lines this thread logs while it lives and emits them when it ends. Declared before
+// a lock guard, it ends after the lock is released: the application's log callback never runs while
+// fatpack holds one of its own locks (nor the loader's lock, inside dl_iterate_phdr), so a callback
+// may take the application's locks while the application calls fatpack holding them. Nested ones
+// hand their lines to the outermost.
+class log_deferral {
+ public:
+  log_deferral() noexcept;
+  ~log_deferral();
+  log_deferral(const log_deferral&) = delete;
+  log_deferral& operator=(const log_deferral&) = delete;
+
+ private:
+  friend void log_line(log_level level, std::string_view text);
+  log_deferral* outer_;
+  std::vector<std::pair<log_level, std::string>> lines_;
+};
 
 }  // namespace fatpack::detail

@@ -345,6 +345,7 @@ status registry::add_file(const std::string& path) {
   core::byte_span bytes(owned->data(), owned->size());
   auto parsed = parse_all(bytes, path, owned);
   if (!parsed) return parsed.error();
+  log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
   std::lock_guard<std::mutex> lock(mu_);
   refresh_locked();
   return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
@@ -361,6 +362,7 @@ status registry::add_memory(const void* data, std::size_t size, std::string_view
   }
   auto parsed = parse_all(bytes, std::string(source.empty() ? "memory" : source), keep);
   if (!parsed) return parsed.error();
+  log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
   std::lock_guard<std::mutex> lock(mu_);
   refresh_locked();
   return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
@@ -388,6 +390,7 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   auto parsed = parse_all(core::byte_span(owned->data(), owned->size()), source, owned);
   if (!parsed) return parsed.error();
   for (auto& p : parsed.value()) p->source = source;
+  log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
   std::lock_guard<std::mutex> lock(mu_);
   refresh_locked();
   return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
@@ -498,6 +501,7 @@ result<std::vector<package_ptr>> registry::packages() {
     std::vector<package_ptr> all;
     os::load_counts walked;
     {
+      log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
       std::lock_guard<std::mutex> lock(mu_);
       refresh_locked();
       if (packages_.empty()) return error{errc::no_packages, 0, no_packages_message(), {}};
@@ -528,6 +532,7 @@ result<module_entries> registry::find_module(std::string_view module, std::strin
     std::optional<result<module_entries>> found;
     os::load_counts walked;
     {
+      log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
       std::lock_guard<std::mutex> lock(mu_);
       refresh_locked();
       found.emplace(find_module_locked(module, package));
