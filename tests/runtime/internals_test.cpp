@@ -186,6 +186,7 @@ TEST_CASE("the fake JIT's cubin parses with core::parse_cubin") {
 // ---- the JIT service: a task always finishes; stores leave the loading thread --------------------
 
 #include "jit/service.hpp"
+#include "platform/log.hpp"
 #include "registry/registry.hpp"
 #include "registry/image_names.hpp"
 
@@ -275,6 +276,33 @@ TEST_CASE("a compile that throws finishes its task with an error, on the caller 
   REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
   CHECK(ok->sass->size() > 0);
   jit.flush_stores();
+}
+
+TEST_CASE("log lines held back while fatpack holds a lock go out in order afterwards, bounded") {
+  std::vector<std::string> seen;
+  fatpack::set_log_level(fatpack::log_level::debug);
+  fatpack::set_log_callback([&](fatpack::log_level, std::string_view line) { seen.emplace_back(line); });
+  {
+    log_deferral outer;
+    log_line(fatpack::log_level::debug, "first");
+    {
+      log_deferral inner;
+      log_line(fatpack::log_level::debug, "second\nthird");
+    }
+    CHECK(seen.empty());  // the inner one hands its lines to the outer one
+    for (int i = 0; i < 10005; ++i) log_line(fatpack::log_level::debug, "line " + std::to_string(i));
+    CHECK(seen.empty());
+  }
+  fatpack::set_log_callback(nullptr);
+  fatpack::set_log_level(fatpack::log_level::off);
+  // 10,000 held ("first", "second\nthird" and 9,998 more), then the count of the 7 dropped.
+  REQUIRE(seen.size() == 10002);
+  CHECK(seen[0] == "first");
+  CHECK(seen[1] == "second");
+  CHECK(seen[2] == "third");
+  CHECK(seen[3] == "line 0");
+  CHECK(seen[10000] == "line 9997");
+  CHECK(seen[10001].find("7 more log lines were dropped") == 0);
 }
 
 TEST_CASE("a log callback may take a lock the application holds while it waits for a JIT") {

@@ -103,7 +103,7 @@ void log_line(log_level level, std::string_view text) {
   std::string first;
   if (!log_enabled(level) && !take_first_warning(level, text, first)) return;
   if (t_deferral) {
-    t_deferral->lines_.emplace_back(level, std::string(text));
+    t_deferral->hold(level, text);
     return;
   }
   emit(level, text);
@@ -111,13 +111,26 @@ void log_line(log_level level, std::string_view text) {
 
 log_deferral::log_deferral() noexcept : outer_(t_deferral) { t_deferral = this; }
 
+void log_deferral::hold(log_level level, std::string_view text) {
+  // Bounded: a registry walk over many lying notes logs a line for each.
+  if (lines_.size() < max_held_lines) {
+    lines_.emplace_back(level, std::string(text));
+  } else {
+    ++dropped_;
+  }
+}
+
 log_deferral::~log_deferral() {
   t_deferral = outer_;
   try {
     if (outer_) {
-      for (auto& l : lines_) outer_->lines_.push_back(std::move(l));
+      for (const auto& l : lines_) outer_->hold(l.first, l.second);
+      outer_->dropped_ += dropped_;
     } else {
       for (const auto& l : lines_) emit(l.first, l.second);
+      if (dropped_)
+        emit(log_level::warn, std::to_string(dropped_) + " more log lines were dropped (at most " +
+                                  std::to_string(max_held_lines) + " are held back while fatpack holds a lock)");
     }
   } catch (...) {
     // No memory for a line, or a log callback that throws: the lines are lost, not the process

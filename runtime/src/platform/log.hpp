@@ -28,7 +28,8 @@ void set_log_sink(std::function<void(log_level, std::string_view)> callback);
 // a lock guard, it ends after the lock is released: the application's log callback never runs while
 // fatpack holds one of its own locks (nor the loader's lock, inside dl_iterate_phdr), so a callback
 // may take the application's locks while the application calls fatpack holding them. Nested ones
-// hand their lines to the outermost.
+// hand their lines to the outermost. At most max_held_lines are held; the rest are counted and the
+// count is logged.
 class log_deferral {
  public:
   log_deferral() noexcept;
@@ -38,8 +39,11 @@ class log_deferral {
 
  private:
   friend void log_line(log_level level, std::string_view text);
+  static constexpr std::size_t max_held_lines = 10000;
+  void hold(log_level level, std::string_view text);
   log_deferral* outer_;
   std::vector<std::pair<log_level, std::string>> lines_;
+  std::size_t dropped_ = 0;
 };
 
 }  // namespace fatpack::detail
