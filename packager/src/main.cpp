@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   add(add_warm_command);
   add(add_doctor_command);
   add(add_link_lto_command);
+  add(add_split_ptx_command);
 
   // A first word that is no option and no command: say so, with the nearest command (CLI11 would
   // only say that a subcommand is required).

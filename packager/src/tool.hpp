@@ -58,6 +58,7 @@ command_runner add_cache_command(CLI::App& app);
 command_runner add_warm_command(CLI::App& app);
 command_runner add_doctor_command(CLI::App& app);
 command_runner add_link_lto_command(CLI::App& app);
+command_runner add_split_ptx_command(CLI::App& app);
 
 // --path DIR of `cache ...` and `warm` (default: the runtime's per-user cache directory), and the
 // absolute directory it names.

@@ -9,6 +9,7 @@
 // line. A leading UTF-8 byte order mark is skipped here and dropped on import (ptxas refuses it).
 #include "fatpack/core/input.hpp"
 #include "inputs/inputs_internal.hpp"
+#include "inputs/ptx_lexer.hpp"
 
 #include <cstring>
 #include <optional>
@@ -17,76 +18,8 @@
 namespace fatpack::core {
 namespace {
 
-bool word_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
-         c == '%' || c == '.';
-}
-
-
-struct token {
-  enum kind_t { end, word, punct, bad } kind = end;
-  std::string_view text;
-  std::size_t line = 1;
-};
-
-// Yields words (identifiers, directives, numbers such as 9.0), single punctuation characters and
-// `end`. Comments and string literals are skipped; comments are offered to `on_comment`.
-class lexer {
- public:
-  explicit lexer(std::string_view text) : s_(text) {}
-
-  template <class F>
-  token next(F&& on_comment) {
-    for (;;) {
-      while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r' || s_[pos_] == '\n' ||
-                                  s_[pos_] == '\f' || s_[pos_] == '\v')) {
-        if (s_[pos_] == '\n') ++line_;
-        ++pos_;
-      }
-      if (pos_ >= s_.size()) return {token::end, {}, line_};
-      const char c = s_[pos_];
-      if (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '/') {
-        const std::size_t eol = s_.find('\n', pos_);
-        const std::size_t stop = eol == std::string_view::npos ? s_.size() : eol;
-        on_comment(s_.substr(pos_ + 2, stop - pos_ - 2));
-        pos_ = stop;
-        continue;
-      }
-      if (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '*') {
-        const std::size_t close = s_.find("*/", pos_ + 2);
-        const std::size_t stop = close == std::string_view::npos ? s_.size() : close + 2;
-        const std::string_view body = s_.substr(pos_, stop - pos_);
-        for (char ch : body) line_ += ch == '\n';
-        on_comment(body);
-        if (close == std::string_view::npos) return {token::bad, "unterminated /* comment", line_};
-        pos_ = stop;
-        continue;
-      }
-      if (c == '"') {
-        std::size_t i = pos_ + 1;
-        while (i < s_.size() && s_[i] != '"' && s_[i] != '\n') i += s_[i] == '\\' ? 2 : 1;
-        if (i >= s_.size() || s_[i] != '"') return {token::bad, "unterminated string literal", line_};
-        pos_ = i + 1;
-        continue;  // strings (only in .file / pragmas) carry nothing fatpack needs
-      }
-      if (word_char(c)) {
-        const std::size_t start = pos_;
-        while (pos_ < s_.size() && word_char(s_[pos_])) ++pos_;
-        return {token::word, s_.substr(start, pos_ - start), line_};
-      }
-      ++pos_;
-      return {token::punct, s_.substr(pos_ - 1, 1), line_};
-    }
-  }
-  token next() {
-    return next([](std::string_view) {});
-  }
-
- private:
-  std::string_view s_;
-  std::size_t pos_ = 0;
-  std::size_t line_ = 1;
-};
+using detail::lexer;
+using detail::token;
 
 bool parse_isa(std::string_view s, ptx_isa* out) {
   const auto dot = s.find('.');

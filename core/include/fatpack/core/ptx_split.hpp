@@ -1,0 +1,61 @@
+// Splitting one PTX module into independent pieces, each a complete PTX module that ptxas (or the
+// driver's JIT) compiles on its own: the first part of kernel-granular JIT (issue 13; what is split,
+// kept together and refused: docs/splitting.md).
+//
+// Each piece holds some of the module's kernels (`.entry`) and everything they need: the header
+// (`.version`, `.target`, `.address_size`, and the comments before it), every `.file`, the `.func`
+// callees they reach (copied into every piece that reaches them), the declarations they use
+// (`.extern .func vprintf`, `.extern .shared`), and the module-scope state they use (`.global`,
+// `.const`, textures, surfaces, samplers). Kernels that share state, or that could pass function
+// pointers to each other, are in the same piece: state exists once per module, so it must exist once
+// among the pieces.
+//
+// Bounded and safe on hostile text: limits below, no recursion, errors as values. What the splitter
+// does not understand, or cannot split safely (relocatable -rdc PTX, -G debug sections, ...), comes
+// back as one piece, the module unchanged, with the reason; never as a wrong split.
+#pragma once
+
+#include "fatpack/core/error.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fatpack::core {
+
+struct ptx_split_options {
+  enum class granularity {
+    per_kernel,  // as many pieces as the sharing allows: one per kernel where nothing is shared
+    groups,      // at most `groups` pieces, balanced by PTX bytes (largest first into the lightest)
+  };
+  granularity mode = granularity::per_kernel;
+  std::size_t groups = 1;  // granularity::groups only; 0 is an invalid_argument error
+  // Limits: a module larger than max_input_bytes is an error; one whose split would write more than
+  // max_output_factor times its size (callees copied into many pieces), or whose graph walks would
+  // take more than max_walk_steps steps, comes back as one piece with the reason.
+  std::size_t max_input_bytes = std::size_t(512) << 20;
+  std::size_t max_output_factor = 16;
+  std::size_t max_walk_steps = std::size_t(1) << 26;
+};
+
+struct ptx_piece {
+  std::string text;                  // a complete PTX module
+  std::vector<std::string> kernels;  // its `.entry` names, in the module's order
+};
+
+struct ptx_split_result {
+  std::vector<ptx_piece> pieces;  // at least one; every kernel of the module in exactly one piece
+  // Empty when the module was split as asked; otherwise why it was not (then pieces holds one piece:
+  // the module's text, without trailing NULs or a byte order mark). A module with one kernel, or
+  // with kernels that all share state, is split as asked and may still be one piece.
+  std::string unsplit_reason;
+};
+
+// Splits the PTX text `bytes` (trailing NULs and a leading byte order mark ignored). Errors (never
+// thrown): text that is not PTX or is malformed (errc::malformed, naming `source` and the line), a
+// module over max_input_bytes (errc::unsupported), groups == 0 (errc::invalid_argument).
+result<ptx_split_result> split_ptx(byte_span bytes, std::string_view source, const ptx_split_options& options = {});
+
+}  // namespace fatpack::core
