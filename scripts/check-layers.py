@@ -64,6 +64,7 @@ CORE_HEADERS = {
     "registry_record.hpp": "core/format",
     "input.hpp": "core/inputs",
     "kernel_names.hpp": "core/inputs",
+    "ptx_split.hpp": "core/inputs",
 }
 # Public runtime headers below the runtime: dependency-free vocabulary that core shares with the API
 # (core's include path has runtime/include for these alone; any other runtime header is layer

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
-all=(package fatbin cubin ptx input jit_options kernel_name cache_entry index)
+all=(package fatbin cubin ptx ptx_split input jit_options kernel_name cache_entry index)
 targets=("$@")
 [ $# -eq 0 ] && targets=("${all[@]}")
 build=${FATPACK_FUZZ_BUILD_DIR:-build-fuzz}

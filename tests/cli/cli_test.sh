@@ -857,6 +857,26 @@ inspect_json)
   json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
   json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
   ;;
+split_ptx)
+  # fatpack split-ptx on real nvcc PTX (tests/split/varied.cu): pieces listed and written, --json,
+  # --groups, a module it does not split (-rdc) with the reason, usage errors.
+  v=$art/split/varied.plain.sm_80.ptx
+  run 0 "$fatpack" split-ptx "$v" -o pieces
+  expect_in out.txt "12 pieces"
+  expect_in out.txt "^  piece 0: [0-9]+ bytes, 1 kernel -> pieces/piece_0.ptx"
+  expect_in out.txt "^    _Z7count_bPi"
+  [ -f pieces/piece_11.ptx ] && [ ! -f pieces/piece_12.ptx ] || fail "split-ptx did not write 12 pieces"
+  run 0 "$fatpack" split-ptx --json --groups 3 "$v"
+  json "assert d['schema_version']==1 and d['split'] and d['unsplit_reason'] is None and len(d['pieces'])==3"
+  json "assert sum(len(p['kernels']) for p in d['pieces'])==16 and all(p['path'] is None and p['bytes']>0 for p in d['pieces'])"
+  run 0 "$fatpack" split-ptx --json "$art/split/varied.rdc.sm_80.ptx"
+  json "assert not d['split'] and '-rdc' in d['unsplit_reason'] and len(d['pieces'])==1"
+  run 2 "$fatpack" split-ptx --groups 0 "$v"
+  run 2 "$fatpack" split-ptx --groups 2 --per-kernel "$v"
+  printf 'not ptx' > junk.ptx
+  run 1 "$fatpack" split-ptx junk.ptx
+  expect_in err.txt "^fatpack: error: junk.ptx: "
+  ;;
 inspect_names)
   # Kernels with C++ names (tests/kernels/names.cu): the table shows them demangled (no return type,
   # "; " between kernels); --json keeps the symbols in "kernels" and adds c++filt's text.
