@@ -299,7 +299,7 @@ unknown_command)
   run 2 "$fatpack" packk
   expect_in err.txt "did you mean 'pack'\\?$"
   run 2 "$fatpack" frobnicate
-  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor, link-lto\\)$"
+  expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor, link-lto, split-ptx\\)$"
   run 2 "$fatpack" x
   expect_in err.txt "unknown command 'x' \\(commands: "
   run 0 "$fatpack" --version
