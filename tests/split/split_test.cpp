@@ -100,6 +100,31 @@ TEST_CASE("one declaration of several variables is one unit: its users stay toge
   CHECK(r.unsplit_reason.empty());  // split as asked; the sharing made it one piece
 }
 
+TEST_CASE("a variable whose initializer names another joins their users; attributes do not hide a name") {
+  const std::string text = header +
+                           ".global .align 4 .u32 x;\n"
+                           ".global .align 8 .u64 p = generic(x);\n"
+                           ".global .attribute(.managed) .align 4 .u32 m;\n" +
+                           kernel("a", "\tld.global.u64 %rd1, [p];\n") + kernel("b", "\tst.global.u32 [x], 1;\n") +
+                           kernel("c", "\tst.global.u32 [m], 1;\n") + kernel("d", "\tst.global.u32 [m], 2;\n") + kernel("e", "");
+  auto r = split(text);
+  REQUIRE(r.pieces.size() == 3);
+  CHECK(piece_of(r, "a") == piece_of(r, "b"));
+  CHECK(piece_of(r, "c") == piece_of(r, "d"));
+  CHECK(piece_of(r, "a") != piece_of(r, "c"));
+  CHECK(count(r.pieces[piece_of(r, "c")].text, ".attribute(.managed) .align 4 .u32 m;") == 1);
+  CHECK_FALSE(has(r.pieces[piece_of(r, "e")].text, ".global"));
+}
+
+TEST_CASE("comments and strings cannot fake or hide a reference") {
+  const std::string text = header + ".global .align 4 .u32 g;\n" +
+                           kernel("a", "\t// st.global.u32 [g], 1;\n\t/* g */\n\t.pragma \"g\";\n") +
+                           kernel("b", "\tst.global.u32 [g], 1;\n");
+  auto r = split(text);
+  REQUIRE(r.pieces.size() == 2);
+  CHECK_FALSE(has(r.pieces[piece_of(r, "a")].text, ".u32 g;"));
+}
+
 TEST_CASE("textures, surfaces and samplers are module state") {
   const std::string text = header + ".global .texref tex0;\n.global .surfref surf0;\n.global .samplerref smp0;\n" +
                            kernel("t1", "\tmov.u64 %rd1, tex0;\n") + kernel("t2", "\tmov.u64 %rd1, tex0;\n") +
