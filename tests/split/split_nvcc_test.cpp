@@ -1,7 +1,7 @@
 // The PTX splitter on real nvcc output (tests/split/CMakeLists.txt builds it): varied.cu (templates,
 // printf, assert, device malloc, globals and __constant__ shared and alone, function pointers,
 // virtual functions, extern shared, textures, surfaces), with -lineinfo, and the repository's own
-// kernels. Every piece must compile with ptxas, and the kernels of the pieces' cubins (read with
+// kernels (tests/kernels: vadd, regs, typed, names; rdc_kernel's -rdc PTX is refused). Every piece must compile with ptxas, and the kernels of the pieces' cubins (read with
 // core's cubin parser) must be exactly those of the whole module's cubin, each in one piece.
 #include "fatpack/core/input.hpp"
 #include "fatpack/core/ptx_split.hpp"
@@ -132,8 +132,14 @@ TEST_CASE("real nvcc output: -rdc and -G come back whole, with the reason") {
 
 TEST_CASE("real nvcc output: the repository's own kernels") {
   const std::string a = FATPACK_TEST_ARTIFACTS;
-  for (const char* f : {"/vadd.compute_80.ptx", "/regs.compute_80.ptx", "/names.compute_90.ptx"}) {
+  for (const char* f : {"/vadd.compute_80.ptx", "/regs.compute_80.ptx", "/typed.compute_80.ptx", "/names.compute_90.ptx"}) {
     auto r = check_pieces_compile(a + f, std::string(f + 1));
     CHECK(r.unsplit_reason.empty());
   }
+  // names.cu has 13 kernels and no shared state: one piece each.
+  CHECK(split_file(a + "/names.compute_90.ptx").pieces.size() >= 10);
+  // -rdc: a kernel calling a device function of another file.
+  auto rdc = split_file(a + "/rdc_kernel.compute_90.rdc.ptx");
+  CHECK(rdc.pieces.size() == 1);
+  CHECK(rdc.unsplit_reason.find("-rdc") != std::string::npos);
 }
