@@ -108,8 +108,9 @@ class module_scanner {
       if (t.text == ".section") {
         const token name = lex_.next();
         if (name.kind != token::word || name.text != ".debug_str")
-          return {"line " + std::to_string(t.line) + ": debug section " + std::string(name.text) +
-                  " (-G): its DWARF refers to every function, so no piece could hold it"};
+          return {"line " + std::to_string(t.line) + ": section " + std::string(name.text) +
+                  ": only .debug_str is understood (-G writes .debug_info, whose DWARF refers to every "
+                  "function, so no piece could hold it)"};
         token open = lex_.next();
         if (!(open.kind == token::punct && open.text == "{")) return {"line " + std::to_string(t.line) + ": .section without {"};
         if (refusal r = skip_to_close('{', '}')) return r;
@@ -149,7 +150,7 @@ class module_scanner {
     return {std::string("unbalanced '") + open + "' at the end of the module"};
   }
 
-  // A declaration or definition that starts with `first`: linkage, then .entry/.func/a state space.
+  // A declaration or definition that starts with `t`: linkage, then .entry/.func/a state space.
   refusal scan_declaration(token t, std::size_t begin) {
     const std::size_t line = t.line;
     auto at = [&](const std::string& what) { return refusal{"line " + std::to_string(line) + ": " + what}; };
@@ -200,7 +201,8 @@ class module_scanner {
                t.text == ".tex" || t.text == ".texref" || t.text == ".surfref" || t.text == ".samplerref") {
       it.kind = item::variable;
       // Per-CTA shared memory is not state across kernels: each launch has its own, so the
-      // declaration is copied, as for .extern .shared. Everything else exists once per module.
+      // declaration is copied, as for .extern .shared. Everything else is taken to exist once per
+      // module (.local too, which is per thread: grouping by it is merely cautious).
       it.is_state = t.text != ".shared";
       if (visible) relocatable(".visible " + std::string(t.text) + " variable, which other modules may use");
       if (external && t.text != ".shared") relocatable(".extern " + std::string(t.text) + " variable, defined in another module");
