@@ -5,6 +5,7 @@
 #include "test_support.hpp"
 
 #include "fatpack/compile.hpp"
+#include "fatpack/fatpack.h"
 #include "jit/include_scan.hpp"
 #include "jit/nvrtc.hpp"
 #include "platform/build_id.hpp"
@@ -88,6 +89,15 @@ TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits witho
     CHECK(again.has("path=cache hit"));
     CHECK(again.has("nvrtc_loaded=0"));
   }
+  // FATPACK_CACHE_DISABLE: compiled, not stored, and the report says why.
+  {
+    auto env = env_for(d);
+    env["FATPACK_CACHE_DISABLE"] = "1";
+    auto off = probe(args, env);
+    INFO(off.out << off.err);
+    CHECK(off.has("path=NVRTC SASS target=sm_90 stored=0"));
+    CHECK(off.has("not_cached=the cache is disabled (FATPACK_CACHE_DISABLE)"));
+  }
   // Another option is a miss.
   {
     auto other = probe({d + "/saxpy.cu", "--include", d + "/inc", "--option", "-DUNUSED=1"}, env_for(d));
@@ -129,6 +139,40 @@ TEST_CASE("compile: name expressions find template instantiations, on a miss and
   auto none = probe({d + "/scale.cu", "--kernel", "scale<float>"}, env_for(d));
   CHECK(none.status == 1);
   CHECK(none.has("path=NVRTC SASS"));
+}
+
+TEST_CASE("compile: the C API (fatpack_compile) misses, then hits without NVRTC; errors carry the log") {
+  const std::string d = case_dir("c_api");
+  write_text(d + "/scale.cu", k_template);
+  const std::vector<std::string> args{d + "/scale.cu", "--c-api", "--name-expr", "scale<float>", "--kernel",
+                                      "scale<float>"};
+  auto miss = probe(args, env_for(d));
+  INFO(miss.out << miss.err);
+  CHECK(miss.status == 0);
+  CHECK(miss.has("c_path=1\npath=NVRTC SASS\ntarget=sm_90\n"));
+  CHECK(miss.has("c_kernel=ok"));
+  auto hit = probe(args, env_for(d));
+  INFO(hit.out << hit.err);
+  CHECK(hit.has("c_path=0\n"));
+  CHECK(hit.has("c_kernel=ok"));
+  CHECK(hit.has("nvrtc_loaded=0"));
+  write_text(d + "/bad.cu", "__global__ void k() { int x = ; }\n");
+  auto bad = probe({d + "/bad.cu", "--c-api"}, env_for(d));
+  INFO(bad.out << bad.err);
+  CHECK(bad.status == 1);
+  CHECK(bad.has("error=FATPACK_ERROR_JIT_FAILED: "));
+  CHECK(bad.has("probe.cu(1): error"));
+  // A struct from a caller that did not initialise it is refused, not read past.
+  fatpack_compile_args zero{};
+  fatpack_program* p = nullptr;
+  CHECK(fatpack_compile(&zero, &p) == FATPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(fatpack_last_error()).find("FATPACK_COMPILE_ARGS_INIT") != std::string::npos);
+  CHECK(p == nullptr);
+  fatpack_compile_args no_array = FATPACK_COMPILE_ARGS_INIT;
+  no_array.source = "__global__ void k() {}";
+  no_array.num_options = 2;
+  CHECK(fatpack_compile(&no_array, &p) == FATPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(fatpack_last_error()).find("null array") != std::string::npos);
 }
 
 TEST_CASE("compile: a compile error returns NVRTC's log with file and line") {

@@ -53,9 +53,10 @@ struct compile_options {
 
 // How a device got its code.
 enum class compile_path {
-  cache_hit,    // SASS from the source cache: NVRTC was not loaded for it
-  nvrtc_sass,   // NVRTC compiled SASS for the device's architecture
-  nvrtc_ptx,    // NVRTC compiled PTX (it does not know the device's architecture); fatpack's JIT made SASS
+  // Same numbers as fatpack_compile_path_id (fatpack.h).
+  cache_hit = 0,   // SASS from the source cache: NVRTC was not loaded for it
+  nvrtc_sass = 1,  // NVRTC compiled SASS for the device's architecture
+  nvrtc_ptx = 2,   // NVRTC compiled PTX (it does not know the device's architecture); fatpack's JIT made SASS
 };
 FATPACK_API const char* compile_path_name(compile_path p) noexcept;  // "cache hit", "NVRTC SASS", "NVRTC PTX + JIT"
 

@@ -161,8 +161,10 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   for (const auto& f : manifest.files) rep.dependencies.push_back(f.path);
 
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
-  const bool cacheable = opts.use_cache && manifest.complete;
+  const bool disabled = cache_status().mode == cache_mode::disabled;
+  const bool cacheable = opts.use_cache && manifest.complete && !disabled;
   if (!opts.use_cache) rep.not_cached = "compile_options::use_cache is false";
+  else if (disabled) rep.not_cached = "the cache is disabled (FATPACK_CACHE_DISABLE)";
   else if (!manifest.complete) rep.not_cached = "the include scan is incomplete: " + manifest.problem;
   const detail::jit_key key = cache_key_of(source_key_text(req, where->identity, arch, manifest), arch);
   std::unique_ptr<detail::compile_guard> guard;
