@@ -242,7 +242,7 @@ result<nvrtc_output> nvrtc_compile(const nvrtc_lib& lib, const nvrtc_input& in, 
     if (prog) destroy(&prog);
     return error{errc::jit_failed, 0,
                  "NVRTC compile of " + program + " (" + lib.identify() + ", -arch=" + arch + "): " + call + ": " +
-                     nvrtc_result_text(lib, r) + (log.empty() ? "" : "\n" + log),
+                     nvrtc_result_text(lib, r),
                  std::move(log)};
   };
   stopwatch sw;
