@@ -98,6 +98,17 @@ TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits witho
     CHECK(off.has("path=NVRTC SASS target=sm_90 stored=0"));
     CHECK(off.has("not_cached=the cache is disabled (FATPACK_CACHE_DISABLE)"));
   }
+  // FATPACK_CACHE_READONLY: a hit is still served; a miss compiles and says it was not stored.
+  {
+    auto env = env_for(d);
+    env["FATPACK_CACHE_READONLY"] = "1";
+    auto ro_hit = probe(args, env);
+    CHECK(ro_hit.has("path=cache hit"));
+    auto ro_miss = probe({d + "/saxpy.cu", "--include", d + "/inc", "--option", "-DREAD_ONLY=1"}, env);
+    INFO(ro_miss.out << ro_miss.err);
+    CHECK(ro_miss.has("path=NVRTC SASS target=sm_90 stored=0"));
+    CHECK(ro_miss.has("not_cached=the cache is read-only"));
+  }
   // Another option is a miss.
   {
     auto other = probe({d + "/saxpy.cu", "--include", d + "/inc", "--option", "-DUNUSED=1"}, env_for(d));

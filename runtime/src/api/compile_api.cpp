@@ -161,7 +161,8 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   for (const auto& f : manifest.files) rep.dependencies.push_back(f.path);
 
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
-  const bool disabled = cache_status().mode == cache_mode::disabled;
+  const cache_mode mode = cache_status().mode;
+  const bool disabled = mode == cache_mode::disabled;
   const bool cacheable = opts.use_cache && manifest.complete && !disabled;
   if (!opts.use_cache) rep.not_cached = "compile_options::use_cache is false";
   else if (disabled) rep.not_cached = "the cache is disabled (FATPACK_CACHE_DISABLE)";
@@ -221,7 +222,8 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   a.code = std::move(out->code);
   if (sass && cacheable) {
     cache->store(key, core::byte_span(a.code.data(), a.code.size()));
-    rep.stored = true;
+    rep.stored = mode != cache_mode::read_only;  // read-only: the cache ignores it
+    if (!rep.stored) rep.not_cached = "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
   } else if (!sass && rep.not_cached.empty()) {
     rep.not_cached = "PTX: NVRTC runs on every call; the JIT cache keeps the SASS made from its PTX";
     rep.cache_key.clear();
