@@ -212,6 +212,11 @@ TEST_CASE("compile: a missing NVRTC is a clear error naming what to install") {
   auto not_elf = probe({d + "/k.cu"}, env);
   CHECK(not_elf.has("error=no_driver"));
   CHECK(not_elf.has("cannot be identified: not a 64-bit little-endian ELF file"));
+  env["FATPACK_LIBNVRTC"] = FAKECUDA_PATH;  // a library, but not NVRTC
+  auto other = probe({d + "/k.cu"}, env);
+  INFO(other.out << other.err);
+  CHECK(other.status == 1);
+  CHECK(other.has("error=driver_symbol_missing: " + std::string(FAKECUDA_PATH) + ": entry point nvrtcGetErrorString not found"));
 }
 
 TEST_CASE("compile: two devices of different architectures compile in parallel, then both hit") {
@@ -296,6 +301,14 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
   auto big = scan_includes("#include \"a.h\"\n", {}, {d}, tiny);
   CHECK_FALSE(big.complete);
   // A header given as contents is not looked up on disk.
+  // Names are bytes: a file name that is not UTF-8 is found and hashed like any other.
+  const std::string odd = "odd\xff\xfe.h";
+  write_text(d + "/" + odd, "int odd;\n");
+  auto bytes = scan_includes("#include \"" + odd + "\"\n", {}, {d});
+  CHECK(bytes.complete);
+  REQUIRE(bytes.files.size() == 1);
+  CHECK(bytes.files[0].path == d + "/" + odd);
+  CHECK(bytes.files[0].state.find(":9") != std::string::npos);  // 9 bytes
   auto given = scan_includes("#include \"a.h\"\n", {{"a.h", "int x;"}}, {d});
   CHECK(given.files.empty());
 }
