@@ -6,6 +6,7 @@
 //
 // Cases (N runs of each compile, default 3; M runs of each hit or load, default 10):
 //   nvrtc-sass, no cache   NVRTC (dlopen-ed) -> sm_XY cubin, cuModuleLoadData; CUDA_CACHE_DISABLE=1
+//                          (also with NVRTC's --split-compile=0)
 //   nvrtc-sass, cache      the same with NVIDIA's ComputeCache on: first process, then second processes
 //                          (a fresh CUDA_CACHE_PATH; NVRTC 12.9+ keeps its stages there)
 //   nvrtc-ptx, no cache    NVRTC -> compute_XY PTX, cuModuleLoadData (the driver JITs); CUDA_CACHE_DISABLE=1
@@ -101,8 +102,11 @@ double nvrtc_compile(const std::string& source, const std::string& arch, std::st
                                                                          nullptr) != NVRTC_SUCCESS)
     die("nvrtcCreateProgram failed");
   const std::string opt = "-arch=" + arch;
-  const char* opts[] = {opt.c_str()};
-  if (nvrtc_fn<decltype(&nvrtcCompileProgram)>(lib, "nvrtcCompileProgram")(prog, 1, opts) != NVRTC_SUCCESS)
+  // BENCH_NVRTC_OPTION: one more option (the split-compile row).
+  const char* extra = std::getenv("BENCH_NVRTC_OPTION");
+  const char* opts[] = {opt.c_str(), extra};
+  const int nopts = extra && *extra ? 2 : 1;
+  if (nvrtc_fn<decltype(&nvrtcCompileProgram)>(lib, "nvrtcCompileProgram")(prog, nopts, opts) != NVRTC_SUCCESS)
     die("nvrtcCompileProgram failed for " + arch);
   const bool ptx = arch.rfind("compute_", 0) == 0;
   std::size_t n = 0;
@@ -244,6 +248,11 @@ int main(int argc, char** argv) {
   measure("NVRTC sm_" + arch + " + load, no cache", runs, [&](int i) {
     return run_child(fix(child_args("nvrtc-sass", i == 0 ? cubin : "")), no_cuda_cache);
   });
+  // NVRTC's split compile (--split-compile=0: as many threads as the host has).
+  auto split = no_cuda_cache;
+  split["BENCH_NVRTC_OPTION"] = "--split-compile=0";
+  measure("NVRTC sm_" + arch + " + load, no cache, --split-compile=0", runs,
+          [&](int) { return run_child(fix(child_args("nvrtc-sass", "")), split); });
   for (const char* what : {"nvrtc-sass", "nvrtc-ptx"}) {
     const std::string dir = work + "/cuda-cache-" + what;
     std::map<std::string, std::string> env{{"CUDA_CACHE_PATH", dir}, {"CUDA_CACHE_DISABLE", "0"}};
