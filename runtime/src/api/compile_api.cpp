@@ -26,7 +26,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <map>
+#include <optional>
 
 namespace fatpack {
 
