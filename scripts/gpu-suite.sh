@@ -38,6 +38,12 @@ big=()
 step cache "$build/bench/fatpack_cache_bench" --cubin "$mid/mid.sm_90.cubin" "${big[@]}" --ptx "$mid/mid.compute_90.ptx" \
   --runs 21
 step future-gpu-sample "$(dirname "$0")/../samples/future_gpu/run_twice.sh" "$build/samples/future_gpu/future_gpu"
+# Run-time compilation (docs/nvrtc.md): the mid source's 40 kernels through NVRTC, NVIDIA's cache and
+# fatpack::compile, in fresh processes (about 70 s on an H200: 14 multi-second compiles).
+nvrtc_work=$build/bench-nvrtc
+mkdir -p "$nvrtc_work"
+python3 "$(dirname "$0")/../bench/gen_kernels.py" 40 0 | grep -v '#include' >"$nvrtc_work/mid.cu"
+step nvrtc "$build/bench/fatpack_nvrtc_bench" "$nvrtc_work/mid.cu" --runs 3 --hit-runs 10 --work "$nvrtc_work/work"
 if [ "$coldstart" = 1 ]; then
   step coldstart "$build/bench/fatpack_coldstart_bench" "$build/bench-coldstart/coldstart.fpk"
 fi

@@ -59,7 +59,7 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/t
 # ASan+UBSan: every unit and stress test of core and the runtime, the malformed-input sweeps and the
 # fuzz corpora (ctest test names; each is also its executable's target name, see tests/*/CMakeLists.txt).
 if [ "$jobs" = 1 ] || [ "$jobs" = asan ]; then
-  sanitizer_job asan address,undefined format_test inputs_test select_test error_test runtime_test \
+  sanitizer_job asan address,undefined format_test inputs_test select_test error_test runtime_test nvrtc_test \
     cache_unit_test cache_process_test malformed_test golden_test fuzz_package_replay fuzz_fatbin_replay \
     fuzz_cubin_replay fuzz_ptx_replay fuzz_input_replay fuzz_jit_options_replay fuzz_kernel_name_replay \
     fuzz_cache_entry_replay fuzz_index_replay fuzz_ptx_split_replay

@@ -50,7 +50,7 @@
 //
 // Kernels are found by their symbol only (cuModuleGetFunction, cuLibraryGetKernel), as the real
 // driver finds them: the mangled name for C++ kernels; entry functions of a cubin count whether their
-// symbol is global or local (anonymous namespace, `static`), those of PTX by their `.entry` lines.
+// symbol is global, weak or local (anonymous namespace, `static`), those of PTX by their `.entry` lines.
 //
 // Contexts, as the real driver has them (issue 11): every context has an id (cuCtxGetId, unique for
 // the process); cuCtxCreate makes a context and pushes it; cuCtxDestroy destroys it and every module
@@ -709,7 +709,7 @@ cubin_info parse_cubin(const std::uint8_t* p) {
         const char* sym_name = reinterpret_cast<const char*>(str + get<std::uint32_t>(s, 0));
         // Entry functions, global or local (a kernel in an anonymous namespace or `static`: the
         // real driver finds those by name too).
-        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) <= 1 /* LOCAL, GLOBAL */ && (s[5] & 0x10))
+        if ((s[4] & 0xf) == 2 /* STT_FUNC */ && (s[4] >> 4) <= 2 /* LOCAL, GLOBAL, WEAK (template instantiations) */ && (s[5] & 0x10))
           info.kernels.emplace_back(sym_name);
         const std::uint16_t shndx = get<std::uint16_t>(s, 6);
         if ((s[4] & 0xf) == 1 /* STT_OBJECT */ && shndx > 0 && shndx < shnum) {

@@ -43,6 +43,7 @@ struct CUfunc_st;
 struct CUmod_st;
 struct CUctx_st;
 struct CUlib_st;
+struct CUkern_st;
 
 /* Same numbers as fatpack::errc. */
 typedef enum fatpack_status {
@@ -286,6 +287,64 @@ FATPACK_API int fatpack_cu_library_load_data(struct CUlib_st** library, const vo
                                              void* library_options, void** library_option_values,
                                              unsigned int num_library_options);
 FATPACK_API int fatpack_cu_library_unload(struct CUlib_st* library);
+
+/* ---- run-time compilation (docs/nvrtc.md; the C++ API is fatpack/compile.hpp) ------------------
+ * CUDA C++ source compiled with NVRTC (dlopen-ed: FATPACK_LIBNVRTC, else libnvrtc.so.13, then .12)
+ * for one device and loaded as a library; the SASS is kept in fatpack's cache under a key of the
+ * source, headers, files reachable through #include, options, name expressions, target and NVRTC's
+ * identity, so a later process loads it without loading NVRTC.
+ *
+ *   const char* names[] = {"scale<float>"};
+ *   fatpack_compile_args args = FATPACK_COMPILE_ARGS_INIT;
+ *   args.source = src;  args.name_expressions = names;  args.num_name_expressions = 1;
+ *   fatpack_program* p;
+ *   if (fatpack_compile(&args, &p) != FATPACK_OK) fputs(fatpack_last_error(), stderr);  // with NVRTC's log
+ *   struct CUkern_st* k;  fatpack_program_kernel(p, "scale<float>", &k);
+ *   ... cuLaunchKernel((CUfunction)k, ...) ...;  fatpack_program_release(p);
+ */
+typedef enum fatpack_compile_path_id {
+  FATPACK_COMPILE_CACHE_HIT = 0,   /* SASS from the source cache; NVRTC not loaded */
+  FATPACK_COMPILE_NVRTC_SASS = 1,  /* NVRTC compiled SASS for the device */
+  FATPACK_COMPILE_NVRTC_PTX = 2    /* NVRTC compiled PTX; fatpack's JIT made the SASS */
+} fatpack_compile_path_id;
+
+typedef struct fatpack_compile_args {
+  size_t struct_size;                     /* set by the caller: sizeof(fatpack_compile_args) (FATPACK_COMPILE_ARGS_INIT) */
+  const char* source;                     /* NUL-terminated CUDA C++ */
+  const char* name;                       /* program name (file name in NVRTC's log); NULL: "program.cu" */
+  const char* const* header_names;        /* num_headers headers given as contents */
+  const char* const* header_contents;
+  size_t num_headers;
+  const char* const* include_paths;       /* passed as -I; their files are in the key */
+  size_t num_include_paths;
+  const char* const* options;             /* NVRTC options, without -arch */
+  size_t num_options;
+  const char* const* name_expressions;    /* "scale<float>" */
+  size_t num_name_expressions;
+  int device;                             /* -1: the current context's device, else 0 (the INIT macro sets -1) */
+  int no_cache;                           /* 1: compile and store nothing even when the cache has it */
+} fatpack_compile_args;
+static inline fatpack_compile_args fatpack_compile_args_init(void) {
+  fatpack_compile_args a = FATPACK_ZERO_INIT_;
+  a.struct_size = sizeof a;
+  a.device = -1;
+  return a;
+}
+#define FATPACK_COMPILE_ARGS_INIT fatpack_compile_args_init()
+
+typedef struct fatpack_program fatpack_program;
+
+/* Compiles and loads; on failure fatpack_last_error() has the message and NVRTC's log (file:line).
+ * FATPACK_ERROR_NO_DRIVER when NVRTC (or the driver) is missing: the message names what to install. */
+FATPACK_API fatpack_status fatpack_compile(const fatpack_compile_args* args, fatpack_program** out);
+FATPACK_API void fatpack_program_release(fatpack_program* program);
+/* cuLibraryGetKernel by name expression, symbol or C++ name ("scale<float>"). */
+FATPACK_API fatpack_status fatpack_program_kernel(const fatpack_program* program, const char* name,
+                                                  struct CUkern_st** out);
+FATPACK_API struct CUlib_st* fatpack_program_library(const fatpack_program* program);
+FATPACK_API int fatpack_program_path(const fatpack_program* program);  /* a fatpack_compile_path_id, -1 for NULL */
+/* "path=NVRTC SASS target=sm_90 reason=..." (one line per field); valid while the handle lives. */
+FATPACK_API const char* fatpack_program_report(const fatpack_program* program);
 
 #ifdef __cplusplus
 }

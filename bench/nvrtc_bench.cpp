@@ -1,0 +1,278 @@
+// Run-time compilation on a GPU (docs/nvrtc.md, issue 14): what a second process pays for CUDA C++
+// compiled at run time, NVIDIA's way and fatpack's. Every case runs in fresh child processes; the
+// clock starts after device 0's primary context exists (100-300 ms that is nobody's compile).
+//
+//   fatpack_nvrtc_bench SOURCE.cu [--runs N] [--hit-runs M] [--work DIR]
+//
+// Cases (N runs of each compile, default 3; M runs of each hit or load, default 10):
+//   nvrtc-sass, no cache   NVRTC (dlopen-ed) -> sm_XY cubin, cuModuleLoadData; CUDA_CACHE_DISABLE=1
+//                          (also with NVRTC's --split-compile=0)
+//   nvrtc-sass, cache      the same with NVIDIA's ComputeCache on: first process, then second processes
+//                          (a fresh CUDA_CACHE_PATH; NVRTC 12.9+ keeps its stages there)
+//   nvrtc-ptx, no cache    NVRTC -> compute_XY PTX, cuModuleLoadData (the driver JITs); CUDA_CACHE_DISABLE=1
+//   nvrtc-ptx, cache       the same with the driver's cache: first, then second processes
+//   cubin                  cuModuleLoadData of the cubin NVRTC made (the floor)
+//   fatpack miss           fatpack::compile with an empty fatpack cache (CUDA_CACHE_DISABLE=1)
+//   fatpack hit            fatpack::compile in a second process (the same fatpack cache)
+// Prints the median of each and the ratio of fatpack's hit to the raw cubin load (design target <= 1.2).
+// SOURCE.cu: e.g. `python3 bench/gen_kernels.py 40 0 | grep -v '#include' > mid.cu` (40 distinct
+// kernels, the issue's mid source; NVRTC has no <cstdint>).
+#include "fatpack/compile.hpp"
+
+#include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
+#include <nvrtc.h> // types only: NVRTC is dlopen-ed as fatpack does
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "fatpack_nvrtc_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) die("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+template <class Fn>
+Fn entry(const char* name) {
+  auto p = fatpack::driver_entry_point(name);
+  if (!p) die(p.error().what());
+  return reinterpret_cast<Fn>(*p);
+}
+
+void take_context() {
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (entry<decltype(&cuDeviceGet)>("cuDeviceGet")(&dev, 0) != CUDA_SUCCESS ||
+      entry<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&ctx, dev) != CUDA_SUCCESS ||
+      entry<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent")(ctx) != CUDA_SUCCESS)
+    die("cannot take device 0's primary context");
+}
+
+double load_image(const void* image) {
+  const double t = now_ms();
+  CUmodule m = nullptr;
+  const CUresult r = entry<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&m, image);
+  if (r != CUDA_SUCCESS) die("cuModuleLoadData: CUresult " + std::to_string(r));
+  return now_ms() - t;
+}
+
+template <class Fn>
+Fn nvrtc_fn(void* lib, const char* name) {
+  void* p = dlsym(lib, name);
+  if (!p) die(std::string("NVRTC has no ") + name);
+  return reinterpret_cast<Fn>(p);
+}
+
+// NVRTC as an application without fatpack uses it: dlopen, compile for `arch` ("sm_90" / "compute_90"),
+// the code out. Returns the compile time (dlopen included).
+double nvrtc_compile(const std::string& source, const std::string& arch, std::string& code) {
+  const double t = now_ms();
+  const char* env = std::getenv("FATPACK_LIBNVRTC");
+  void* lib = dlopen(env && *env ? env : "libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) die(std::string("dlopen NVRTC: ") + dlerror());
+  nvrtcProgram prog = nullptr;
+  if (nvrtc_fn<decltype(&nvrtcCreateProgram)>(lib, "nvrtcCreateProgram")(&prog, source.c_str(), "bench.cu", 0, nullptr,
+                                                                         nullptr) != NVRTC_SUCCESS)
+    die("nvrtcCreateProgram failed");
+  const std::string opt = "-arch=" + arch;
+  // BENCH_NVRTC_OPTION: one more option (the split-compile row).
+  const char* extra = std::getenv("BENCH_NVRTC_OPTION");
+  const char* opts[] = {opt.c_str(), extra};
+  const int nopts = extra && *extra ? 2 : 1;
+  if (nvrtc_fn<decltype(&nvrtcCompileProgram)>(lib, "nvrtcCompileProgram")(prog, nopts, opts) != NVRTC_SUCCESS)
+    die("nvrtcCompileProgram failed for " + arch);
+  const bool ptx = arch.rfind("compute_", 0) == 0;
+  std::size_t n = 0;
+  nvrtc_fn<decltype(&nvrtcGetCUBINSize)>(lib, ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize")(prog, &n);
+  code.assign(n, '\0');
+  nvrtc_fn<decltype(&nvrtcGetCUBIN)>(lib, ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN")(prog, &code[0]);
+  nvrtc_fn<decltype(&nvrtcDestroyProgram)>(lib, "nvrtcDestroyProgram")(&prog);
+  return now_ms() - t;
+}
+
+// One child: prints "RESULT <total ms> <compile ms> <load ms>".
+int child(const std::string& what, const std::string& source_path, const std::string& arch, const std::string& out) {
+  const std::string source = slurp(source_path);
+  take_context();
+  double compile_ms = 0, load_ms = 0;
+  const double t = now_ms();
+  if (what == "nvrtc-sass" || what == "nvrtc-ptx") {
+    std::string code;
+    compile_ms = nvrtc_compile(source, (what == "nvrtc-sass" ? "sm_" : "compute_") + arch, code);
+    load_ms = load_image(code.data());
+    if (!out.empty()) std::ofstream(out, std::ios::binary).write(code.data(), static_cast<std::streamsize>(code.size()));
+  } else if (what == "cubin") {
+    const std::string cubin = slurp(out);
+    const double t0 = now_ms();  // the file read is not the driver's
+    load_ms = load_image(cubin.data());
+    std::printf("RESULT %.3f 0 %.3f\n", now_ms() - t0, load_ms);
+    return 0;
+  } else if (what == "fatpack") {
+    fatpack::compile_request req;
+    req.source = source;
+    req.name = "bench.cu";
+    auto c = fatpack::compile(req);
+    if (!c) die(c.error().what());
+    compile_ms = c->report.nvrtc_ms;
+    std::fprintf(stderr, "fatpack: %s (%s)\n", fatpack::compile_path_name(c->report.path), c->report.reason.c_str());
+  } else {
+    die("unknown case " + what);
+  }
+  std::printf("RESULT %.3f %.3f %.3f\n", now_ms() - t, compile_ms, load_ms);
+  return 0;
+}
+
+struct sample {
+  double total = 0, compile = 0, load = 0;
+};
+
+sample run_child(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (!env.count(key)) envs.push_back(kv);
+  }
+  for (const auto& kv : env) envs.push_back(kv.first + "=" + kv.second);
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : envs) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int fds[2];
+  if (pipe(fds) != 0) die("pipe");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), envp.data()) != 0) die("posix_spawn");
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  sample s;
+  const std::size_t p = text.find("RESULT ");
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || p == std::string::npos ||
+      std::sscanf(text.c_str() + p, "RESULT %lf %lf %lf", &s.total, &s.compile, &s.load) != 3)
+    die("a child failed: " + args[2]);
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 6 && std::strcmp(argv[1], "--child") == 0) return child(argv[2], argv[3], argv[4], argv[5]);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: fatpack_nvrtc_bench SOURCE.cu [--runs N] [--hit-runs M] [--work DIR]\n");
+    return 2;
+  }
+  const std::string source = argv[1];
+  int runs = 3, hit_runs = 10;
+  std::string work = "nvrtc-bench-work";
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "--hit-runs") == 0) hit_runs = std::max(1, std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "--work") == 0) work = argv[i + 1];
+  }
+  auto dev = fatpack::device(0);
+  if (!dev) die(dev.error().what());
+  const std::string arch = std::to_string(dev->arch);
+  std::printf("device 0: %s (CC %d.%d), driver %d; source %s; %d runs per compile, %d per hit\n", dev->name.c_str(),
+              dev->cc_major, dev->cc_minor, dev->driver_version, source.c_str(), runs, hit_runs);
+  if (std::system(("rm -rf '" + work + "' && mkdir -p '" + work + "'").c_str()) != 0) die("cannot make " + work);
+  const std::string cubin = work + "/bench.cubin";
+  auto child_args = [&](const char* what, const std::string& out) {
+    return std::vector<std::string>{"/proc/self/exe", "--child", what, source, arch, out.empty() ? "-" : out};
+  };
+  auto fix = [](std::vector<std::string> a) {  // "-": no output file
+    if (a.back() == "-") a.back().clear();
+    return a;
+  };
+  std::map<std::string, std::string> no_cuda_cache{{"CUDA_CACHE_DISABLE", "1"}, {"FATPACK_CACHE_PATH", work + "/unused"}};
+  struct row {
+    std::string name;
+    std::vector<double> total, compile, load;
+  };
+  std::vector<row> rows;
+  auto measure = [&](const std::string& name, int n, const std::function<sample(int)>& one) {
+    row r{name, {}, {}, {}};
+    for (int i = 0; i < n; ++i) {
+      sample s = one(i);
+      r.total.push_back(s.total);
+      r.compile.push_back(s.compile);
+      r.load.push_back(s.load);
+    }
+    std::printf("  %-56s %10.2f ms (compile %.2f, load %.2f), %d runs\n", name.c_str(), median(r.total),
+                median(r.compile), median(r.load), n);
+    std::fflush(stdout);
+    rows.push_back(std::move(r));
+    return median(rows.back().total);
+  };
+  measure("NVRTC sm_" + arch + " + load, no cache", runs, [&](int i) {
+    return run_child(fix(child_args("nvrtc-sass", i == 0 ? cubin : "")), no_cuda_cache);
+  });
+  // NVRTC's split compile (--split-compile=0: as many threads as the host has).
+  auto split = no_cuda_cache;
+  split["BENCH_NVRTC_OPTION"] = "--split-compile=0";
+  measure("NVRTC sm_" + arch + " + load, no cache, --split-compile=0", runs,
+          [&](int) { return run_child(fix(child_args("nvrtc-sass", "")), split); });
+  for (const char* what : {"nvrtc-sass", "nvrtc-ptx"}) {
+    const std::string dir = work + "/cuda-cache-" + what;
+    std::map<std::string, std::string> env{{"CUDA_CACHE_PATH", dir}, {"CUDA_CACHE_DISABLE", "0"}};
+    const std::string label = std::string(what) == "nvrtc-sass" ? "NVRTC sm_" + arch + " + load" : "NVRTC compute_" + arch + " + driver JIT";
+    if (std::string(what) == "nvrtc-ptx")
+      measure(label + ", no cache", runs, [&](int) { return run_child(fix(child_args(what, "")), no_cuda_cache); });
+    measure(label + ", NVIDIA cache, 1st process", 1, [&](int) { return run_child(fix(child_args(what, "")), env); });
+    measure(label + ", NVIDIA cache, 2nd process", hit_runs, [&](int) { return run_child(fix(child_args(what, "")), env); });
+  }
+  const double raw = measure("raw cubin cuModuleLoadData", hit_runs, [&](int) {
+    return run_child(child_args("cubin", cubin), no_cuda_cache);
+  });
+  measure("fatpack::compile miss", runs, [&](int i) {
+    return run_child(fix(child_args("fatpack", "")),
+                     {{"CUDA_CACHE_DISABLE", "1"}, {"FATPACK_CACHE_PATH", work + "/fatpack-miss-" + std::to_string(i)}});
+  });
+  std::map<std::string, std::string> fp{{"CUDA_CACHE_DISABLE", "1"}, {"FATPACK_CACHE_PATH", work + "/fatpack-cache"}};
+  run_child(fix(child_args("fatpack", "")), fp);  // fills the cache
+  const double hit = measure("fatpack::compile hit, 2nd process", hit_runs,
+                             [&](int) { return run_child(fix(child_args("fatpack", "")), fp); });
+  std::printf("fatpack hit / raw cubin load: %.2fx (target <= 1.2x)\n", raw > 0 ? hit / raw : 0.0);
+  return 0;
+}

@@ -1,0 +1,361 @@
+// fatpack::compile (fatpack/compile.hpp, docs/nvrtc.md): NVRTC behind the source cache, its output
+// loaded through the same registry, selection, JIT and cache as packaged code (registry::add_image,
+// load_library).
+//
+// Order per distinct architecture: validate the inputs -> locate NVRTC without loading it (its
+// build-id is the compiler identity) -> scan the includes (the manifest) -> the source key ->
+// sass_cache lookup (a hit: done, NVRTC never loaded) -> begin_compile (the per-key cross-process
+// lock) -> lookup again -> load NVRTC -> SASS for the exact architecture when NVRTC knows it (stored
+// under the key, with no driver in it: NVRTC's SASS does not depend on the driver), else PTX for the
+// newest virtual architecture the device runs (not stored here: the JIT cache keeps its SASS per
+// driver). Several architectures compile in parallel on core's pool.
+#include "fatpack/compile.hpp"
+
+#include "api/wiring.hpp"
+#include "jit/include_scan.hpp"
+#include "jit/nvrtc.hpp"
+#include "jit/service.hpp"
+#include "platform/device.hpp"
+#include "platform/clock.hpp"
+#include "registry/registry.hpp"
+
+#include "fatpack/core/codec.hpp"
+#include "fatpack/core/hex.hpp"
+#include "fatpack/core/thread_pool.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace fatpack {
+
+namespace {
+
+using detail::nvrtc_input;
+using detail::stopwatch;
+
+constexpr std::size_t k_max_program_name = 1024;
+
+error bad_input(std::string what) { return error{errc::invalid_argument, 0, "fatpack::compile: " + std::move(what), {}}; }
+
+bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+// Checks every input against its bound (docs/nvrtc.md "Limits").
+status validate(const compile_request& r) {
+  using namespace detail;
+  if (r.source.empty()) return bad_input("the source is empty");
+  if (r.source.size() > k_max_source_bytes)
+    return bad_input("the source is " + std::to_string(r.source.size()) + " bytes, more than " +
+                     std::to_string(k_max_source_bytes));
+  if (has_nul(r.source)) return bad_input("the source contains a NUL byte");
+  if (r.name.empty() || r.name.size() > k_max_program_name || has_nul(r.name))
+    return bad_input("the program name must be 1 to " + std::to_string(k_max_program_name) + " bytes without NUL");
+  if (r.headers.size() > k_max_headers)
+    return bad_input(std::to_string(r.headers.size()) + " headers, more than " + std::to_string(k_max_headers));
+  for (const auto& h : r.headers) {
+    if (h.name.empty() || h.name.size() > k_max_option_bytes || has_nul(h.name))
+      return bad_input("a header name must be 1 to " + std::to_string(k_max_option_bytes) + " bytes without NUL");
+    if (h.contents.size() > k_max_source_bytes || has_nul(h.contents))
+      return bad_input("header '" + h.name + "' is over " + std::to_string(k_max_source_bytes) +
+                       " bytes or contains a NUL byte");
+  }
+  if (r.options.size() + r.include_paths.size() > k_max_options)
+    return bad_input("more than " + std::to_string(k_max_options) + " options and include paths");
+  if (r.name_expressions.size() > k_max_name_expressions)
+    return bad_input("more than " + std::to_string(k_max_name_expressions) + " name expressions");
+  auto check_words = [&](const std::vector<std::string>& words, const char* what) -> status {
+    for (const auto& w : words)
+      if (w.empty() || w.size() > k_max_option_bytes || has_nul(w))
+        return bad_input(std::string("an ") + what + " must be 1 to " + std::to_string(k_max_option_bytes) +
+                         " bytes without NUL");
+    return {};
+  };
+  if (auto s = check_words(r.options, "option"); !s) return s;
+  if (auto s = check_words(r.include_paths, "include path"); !s) return s;
+  if (auto s = check_words(r.name_expressions, "name expression"); !s) return s;
+  for (const auto& o : r.options)
+    if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o == "-code" ||
+        o.rfind("--gpu-code", 0) == 0)
+      return bad_input("option '" + o + "': fatpack chooses the architecture per device; leave -arch out");
+  return {};
+}
+
+// The include paths the scan follows: the request's, and those given as -I options.
+std::vector<std::string> include_dirs(const compile_request& r) {
+  std::vector<std::string> dirs = r.include_paths;
+  for (std::size_t i = 0; i < r.options.size(); ++i) {
+    const std::string& o = r.options[i];
+    if (o.rfind("--include-path=", 0) == 0) dirs.push_back(o.substr(15));
+    else if (o.rfind("-I", 0) == 0 && o.size() > 2) dirs.push_back(o.substr(2));
+    else if ((o == "-I" || o == "--include-path") && i + 1 < r.options.size()) dirs.push_back(r.options[i + 1]);
+  }
+  return dirs;
+}
+
+void add_field(std::string& text, const char* tag, std::string_view value) {
+  text += tag;
+  text += std::to_string(value.size());  // length-prefixed: no value can fake a field boundary
+  text += ':';
+  text.append(value.data(), value.size());
+  text += '\n';
+}
+
+std::string hash_of(std::string_view bytes) {
+  return core::hex16(core::xxh3(core::byte_span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()))) +
+         ":" + std::to_string(bytes.size());
+}
+
+// The canonical text of everything that decides NVRTC's SASS for `arch` except the format version
+// (the cache's code key adds it).
+std::string source_key_text(const compile_request& r, const std::string& compiler, std::uint32_t arch,
+                            const detail::include_manifest& manifest) {
+  std::string t = "fatpack-nvrtc-source-key 1\n";
+  add_field(t, "compiler=", compiler);
+  add_field(t, "target=", "sm_" + std::to_string(arch));
+  add_field(t, "name=", r.name);
+  add_field(t, "source=", hash_of(r.source));
+  for (const auto& h : r.headers) {
+    add_field(t, "header=", h.name);
+    add_field(t, "contents=", hash_of(h.contents));
+  }
+  for (const auto& p : r.include_paths) add_field(t, "include=", p);
+  for (const auto& o : r.options) add_field(t, "option=", o);
+  for (const auto& e : r.name_expressions) add_field(t, "name-expression=", e);
+  add_field(t, "manifest=", manifest.text());
+  return t;
+}
+
+detail::jit_key cache_key_of(const std::string& text, std::uint32_t arch) {
+  const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
+  detail::jit_key k;
+  k.backend = "nvrtc";  // the code key reads "v1|nvrtc|..."
+  k.ptx_xxh3 = h.low64;
+  k.ptx_size = text.size();
+  k.ptx_target = core::target{core::entry_kind::sass, arch, core::arch_variant::plain};
+  k.target_arch = arch;
+  k.options = "source=" + core::hex16(h.high64) + core::hex16(h.low64);
+  k.driver_version = 0;  // NVRTC's SASS is valid across driver updates: no driver in the key
+  return k;
+}
+
+// What one architecture's compile produced.
+struct artifact {
+  std::vector<std::uint8_t> code;  // cubin, or PTX
+  compile_report report;           // the per-architecture part (device fields are set per device)
+};
+
+result<artifact> build_for_arch(const compile_request& req, const compile_options& opts, std::uint32_t arch) {
+  stopwatch total;
+  artifact a;
+  compile_report& rep = a.report;
+  rep.arch = arch;
+  auto where = detail::locate_nvrtc();
+  if (!where) return where.error();
+  rep.compiler = where->identity;
+
+  const auto dirs = include_dirs(req);
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (const auto& h : req.headers) headers.emplace_back(h.name, h.contents);
+  const detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs);
+  for (const auto& f : manifest.files) rep.dependencies.push_back(f.path);
+
+  std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
+  const cache_mode mode = cache_status().mode;
+  const bool disabled = mode == cache_mode::disabled;
+  const bool cacheable = opts.use_cache && manifest.complete && !disabled;
+  if (!opts.use_cache) rep.not_cached = "compile_options::use_cache is false";
+  else if (disabled) rep.not_cached = "the cache is disabled (FATPACK_CACHE_DISABLE)";
+  else if (!manifest.complete) rep.not_cached = "the include scan is incomplete: " + manifest.problem;
+  const detail::jit_key key = cache_key_of(source_key_text(req, where->identity, arch, manifest), arch);
+  std::unique_ptr<detail::compile_guard> guard;
+  if (cacheable) {
+    rep.cache_key = key.options.substr(7);
+    auto hit = cache->lookup(key);
+    if (!hit) {
+      guard = cache->begin_compile(key);  // another process compiling it: wait for its entry
+      hit = cache->lookup(key);
+    }
+    if (hit) {
+      rep.path = compile_path::cache_hit;
+      rep.target = "sm_" + std::to_string(arch);
+      rep.reason = "source cache hit (" + hit->where + "): NVRTC not loaded";
+      a.code = std::move(hit->sass);
+      rep.total_ms = total.ms();
+      return a;
+    }
+  }
+
+  const auto& loaded = detail::load_nvrtc();
+  if (!loaded) return loaded.error();
+  const detail::nvrtc_lib& lib = *loaded.value();
+  rep.nvrtc_version = std::to_string(lib.major) + "." + std::to_string(lib.minor);
+  const bool sass = lib.supports(static_cast<int>(arch));
+  int virt = 0;
+  for (int v : lib.archs)
+    if (v <= static_cast<int>(arch)) virt = std::max(virt, v);
+  if (!sass && virt == 0)
+    return error{errc::no_compatible_entry, 0,
+                 "fatpack::compile: " + lib.identify() + " knows no architecture a device of CC " +
+                     std::to_string(arch / 10) + "." + std::to_string(arch % 10) +
+                     " can run (it knows sm_" + (lib.archs.empty() ? std::string("?") : std::to_string(lib.archs.front())) +
+                     " and later); use an older NVRTC (FATPACK_LIBNVRTC)",
+                 {}};
+  rep.target = sass ? "sm_" + std::to_string(arch) : "compute_" + std::to_string(virt);
+  rep.path = sass ? compile_path::nvrtc_sass : compile_path::nvrtc_ptx;
+  rep.reason = sass ? "NVRTC " + rep.nvrtc_version + " compiles " + rep.target + ", the device's architecture"
+                    : "NVRTC " + rep.nvrtc_version + " does not know sm_" + std::to_string(arch) + ": PTX for " +
+                          rep.target + ", its newest virtual architecture the device runs, then fatpack's JIT";
+
+  nvrtc_input in;
+  in.source = req.source;
+  in.program_name = req.name;
+  in.headers = std::move(headers);
+  for (const auto& p : req.include_paths) in.options.push_back("-I" + p);
+  in.options.insert(in.options.end(), req.options.begin(), req.options.end());
+  in.name_expressions = req.name_expressions;
+  auto out = detail::nvrtc_compile(lib, in, rep.target);
+  if (!out) return std::move(out).error();
+  rep.nvrtc_ms = out->wall_ms;
+  rep.log = std::move(out->log);
+  rep.lowered_names = std::move(out->lowered);
+  a.code = std::move(out->code);
+  if (sass && cacheable) {
+    cache->store(key, core::byte_span(a.code.data(), a.code.size()));
+    rep.stored = mode != cache_mode::read_only;  // read-only: the cache ignores it
+    if (!rep.stored) rep.not_cached = "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
+  } else if (!sass && rep.not_cached.empty()) {
+    rep.not_cached = "PTX: NVRTC runs on every call; the JIT cache keeps the SASS made from its PTX";
+    rep.cache_key.clear();
+  }
+  guard.reset();  // after the store: a waiting process finds the entry
+  rep.total_ms = total.ms();
+  return a;
+}
+
+// Printable ASCII of the program name for package and module names.
+std::string module_name_of(const std::string& name) {
+  std::string m;
+  for (char c : name.substr(0, 128)) m += (c > ' ' && c < 127) ? c : '_';
+  return m;
+}
+
+// The PTX ISA of a PTX text (".version 9.0"), for the error when the driver refuses it.
+std::string ptx_version_of(const std::vector<std::uint8_t>& ptx) {
+  const std::string_view t(reinterpret_cast<const char*>(ptx.data()), std::min<std::size_t>(ptx.size(), 4096));
+  const std::size_t p = t.find(".version ");
+  if (p == std::string_view::npos) return "?";
+  const std::size_t end = t.find_first_of("\r\n", p);
+  return std::string(t.substr(p + 9, end == std::string_view::npos ? std::string_view::npos : end - p - 9));
+}
+
+result<compiled> load_artifact(const compile_request& req, const artifact& a, const detail::device& dev) {
+  stopwatch sw;
+  compiled c;
+  c.report = a.report;
+  c.report.device = dev.ordinal;
+  const std::string module = module_name_of(req.name);
+  const std::string package =
+      "nvrtc:" + module + ":" + core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size())));
+  if (auto s = detail::registry::instance().add_image(a.code.data(), a.code.size(), module, package); !s) {
+    error e = s.error();
+    e.message = "fatpack::compile: the code NVRTC made for " + c.report.target + " is not loadable: " + e.message;
+    return e;
+  }
+  load_options lo;
+  lo.device = dev.ordinal;
+  lo.package = package;
+  auto lib = load_library(module, lo);
+  if (!lib) {
+    error e = lib.error();
+    if (c.report.path == compile_path::nvrtc_ptx)
+      e.message = "fatpack::compile: NVRTC " + c.report.nvrtc_version + " made PTX ISA " + ptx_version_of(a.code) +
+                  " for " + c.report.target + "; the driver (CUDA " + std::to_string(dev.driver_version / 1000) + "." +
+                  std::to_string(dev.driver_version % 1000 / 10) + ", PTX ISA up to " + dev.max_ptx_isa.str() +
+                  ") could not load it on " + dev.identify() +
+                  " (an NVRTC newer than the driver: update the driver, or point FATPACK_LIBNVRTC at an NVRTC no "
+                  "newer than it): " + e.message;
+    return e;
+  }
+  c.library = std::move(lib.value());
+  c.report.total_ms += sw.ms();
+  return c;
+}
+
+result<const detail::device_set*> devices_or_error() {
+  const auto& set = detail::load_devices();
+  if (!set) return set.error();
+  return set.value();
+}
+
+}  // namespace
+
+const char* compile_path_name(compile_path p) noexcept {
+  switch (p) {
+    case compile_path::cache_hit: return "cache hit";
+    case compile_path::nvrtc_sass: return "NVRTC SASS";
+    case compile_path::nvrtc_ptx: return "NVRTC PTX + JIT";
+  }
+  return "?";
+}
+
+result<cu_kernel> compiled::kernel(std::string_view name) const {
+  for (const auto& l : report.lowered_names)
+    if (l.first == name) return library.kernel(l.second);
+  return library.kernel(name);
+}
+
+result<compiled> compile(const compile_request& request, const compile_options& options) {
+  if (auto s = validate(request); !s) return s.error();
+  auto set = devices_or_error();
+  if (!set) return set.error();
+  auto dev = detail::pick_device(*set.value(), options.device);
+  if (!dev) return dev.error();
+  detail::wire_default_cache();
+  auto a = build_for_arch(request, options, dev.value()->arch);
+  if (!a) return std::move(a).error();
+  return load_artifact(request, a.value(), *dev.value());
+}
+
+std::vector<result<compiled>> compile_for_devices(const compile_request& request, const std::vector<int>& devices) {
+  std::vector<result<compiled>> out;
+  auto fail_all = [&](const error& e, std::size_t n) {
+    for (std::size_t i = 0; i < std::max<std::size_t>(n, 1); ++i) out.emplace_back(e);
+    return std::move(out);
+  };
+  if (auto s = validate(request); !s) return fail_all(s.error(), devices.size());
+  auto set = devices_or_error();
+  if (!set) return fail_all(set.error(), devices.size());
+  std::vector<const detail::device*> devs;
+  if (devices.empty())
+    for (const auto& d : set.value()->devices) devs.push_back(&d);
+  for (int ordinal : devices) {
+    auto d = detail::pick_device(*set.value(), ordinal);
+    devs.push_back(d ? d.value() : nullptr);
+    if (!d) out.emplace_back(d.error());
+  }
+  if (!out.empty()) {  // an ordinal out of range: every result says which
+    error e = out.front().error();
+    out.clear();
+    return fail_all(e, devs.size());
+  }
+  detail::wire_default_cache();
+  // One compile per distinct architecture, in parallel.
+  std::vector<std::uint32_t> archs;
+  for (const auto* d : devs)
+    if (std::find(archs.begin(), archs.end(), d->arch) == archs.end()) archs.push_back(d->arch);
+  std::vector<std::optional<result<artifact>>> built(archs.size());
+  const compile_options opts;
+  core::parallel_for(archs.size(), static_cast<unsigned>(archs.size()), [&](std::size_t i) {
+    built[i].emplace(build_for_arch(request, opts, archs[i]));
+  });
+  for (const auto* d : devs) {
+    const std::size_t i = static_cast<std::size_t>(std::find(archs.begin(), archs.end(), d->arch) - archs.begin());
+    const result<artifact>& a = *built[i];
+    if (!a) out.emplace_back(a.error());
+    else out.push_back(load_artifact(request, a.value(), *d));
+  }
+  return out;
+}
+
+}  // namespace fatpack

@@ -1,0 +1,53 @@
+// The source cache's manifest (docs/nvrtc.md "The key"): NVRTC has no dependency output (13.0 refuses
+// -M, -MD, -MF), so, as ccache does without one, fatpack finds the files a program may include
+// itself: every `#include "x"` / `#include <x>` line of the source, of the headers given as
+// contents and, recursively, of every file found, is looked up in every include path (and, for
+// files from disk, in the including file's directory). That is a superset of what the preprocessor
+// reads (conditional includes count, every path that has the name counts), and each file's content
+// hash goes into the key: an edited header is a different key, a miss. Headers NVRTC has built in
+// (cuda_fp16.h, ...) and headers given as contents are not looked up on disk: the compiler identity
+// and the contents cover them.
+//
+// Hostile input: the scan is bounded (files, bytes per file, bytes in all, include name length);
+// symlink loops and unreadable or special files are recorded by name and state, never followed
+// or read; a file is scanned once (by its real path), so include cycles end. When a bound is hit
+// the manifest is incomplete and the result is not cached (complete = false, `problem` says why).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fatpack::detail {
+
+struct include_limits {
+  std::size_t max_files = 1024;
+  std::uint64_t max_file_bytes = std::uint64_t(16) << 20;
+  std::uint64_t max_total_bytes = std::uint64_t(256) << 20;
+  std::size_t max_name_bytes = 4096;
+};
+
+struct manifest_file {
+  std::string path;     // as found: include path + "/" + name
+  std::string state;    // "<xxh3 hex>:<size>", or "unreadable: <why>"
+};
+
+struct include_manifest {
+  std::vector<manifest_file> files;  // in the order found (deterministic for the same inputs)
+  bool complete = true;
+  std::string problem;               // why not complete
+  // One line per file ("path=state"), what the key hashes.
+  std::string text() const;
+};
+
+// The include names on `#include` lines of `text` (both forms), in order. Lines are read as bytes;
+// a name with a NUL, a newline or over `max_name` bytes is skipped.
+std::vector<std::string> include_names(std::string_view text, std::size_t max_name);
+
+// Scans `source` and the `headers` (name, contents) for includes found along `include_paths`.
+include_manifest scan_includes(std::string_view source, const std::vector<std::pair<std::string, std::string>>& headers,
+                               const std::vector<std::string>& include_paths, const include_limits& limits = {});
+
+}  // namespace fatpack::detail

@@ -1,0 +1,280 @@
+// NVRTC back end (see nvrtc.hpp).
+#include "jit/nvrtc.hpp"
+
+#include "platform/build_id.hpp"
+#include "platform/clock.hpp"
+#include "platform/os.hpp"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+namespace fatpack::detail {
+
+namespace {
+
+// Types from the toolkit's nvrtc.h (header only; the library is dlopen-ed).
+using error_string_fn = decltype(&nvrtcGetErrorString);
+using version_fn = decltype(&nvrtcVersion);
+using num_archs_fn = decltype(&nvrtcGetNumSupportedArchs);
+using archs_fn = decltype(&nvrtcGetSupportedArchs);
+using create_fn = decltype(&nvrtcCreateProgram);
+using destroy_fn = decltype(&nvrtcDestroyProgram);
+using compile_fn = decltype(&nvrtcCompileProgram);
+using size_fn = decltype(&nvrtcGetPTXSize);
+using get_fn = decltype(&nvrtcGetPTX);
+using add_name_fn = decltype(&nvrtcAddNameExpression);
+using lowered_fn = decltype(&nvrtcGetLoweredName);
+
+enum fn_index : std::size_t {
+  f_error_string, f_version, f_num_archs, f_archs, f_create, f_destroy, f_compile, f_ptx_size, f_ptx,
+  f_cubin_size, f_cubin, f_log_size, f_log, f_add_name, f_lowered, f_count
+};
+const char* const k_names[f_count] = {
+    "nvrtcGetErrorString", "nvrtcVersion",        "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs",
+    "nvrtcCreateProgram",  "nvrtcDestroyProgram", "nvrtcCompileProgram",       "nvrtcGetPTXSize",
+    "nvrtcGetPTX",         "nvrtcGetCUBINSize",   "nvrtcGetCUBIN",             "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",  "nvrtcAddNameExpression", "nvrtcGetLoweredName"};
+static_assert(sizeof(nvrtc_lib::fns) / sizeof(void*) >= f_count, "nvrtc_lib::fns holds every entry point");
+
+const char* const k_default_names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
+// Where the search looks after LD_LIBRARY_PATH: the toolkit's default location and the system
+// library directories (Debian's multiarch one first).
+const char* const k_default_dirs[] = {"/usr/local/cuda/lib64",      "/usr/local/cuda/targets/x86_64-linux/lib",
+                                      "/usr/lib/x86_64-linux-gnu",  "/usr/lib/aarch64-linux-gnu",
+                                      "/usr/lib64",                 "/usr/lib",
+                                      "/lib/x86_64-linux-gnu",      "/lib64",
+                                      "/lib"};
+constexpr std::size_t k_max_search_dirs = 64;
+constexpr std::size_t k_max_path = 4096;
+constexpr std::size_t k_max_builtins = 8;
+
+const char* const k_install_hint =
+    "install NVRTC (the CUDA toolkit's libnvrtc, e.g. Debian's libnvrtc13 or NVIDIA's cuda-nvrtc-13-0 "
+    "package), add its directory to LD_LIBRARY_PATH, or set FATPACK_LIBNVRTC=/path/to/libnvrtc.so.13";
+
+bool is_regular_file(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// LD_LIBRARY_PATH's directories (absolute ones only: a relative one depends on the working
+// directory), then the defaults; bounded.
+std::vector<std::string> search_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = os::getenv_path("LD_LIBRARY_PATH")) {
+    std::string_view rest(env, ::strnlen(env, k_max_search_dirs * k_max_path));
+    while (!rest.empty() && dirs.size() < k_max_search_dirs) {
+      const std::size_t colon = rest.find(':');
+      std::string_view dir = rest.substr(0, colon);
+      if (!dir.empty() && dir.front() == '/' && dir.size() < k_max_path) dirs.emplace_back(dir);
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  for (const char* d : k_default_dirs) dirs.emplace_back(d);
+  return dirs;
+}
+
+// The build-ids of the builtins libraries beside NVRTC's real file ("libnvrtc-builtins.so.13.0
+// <hex>"), sorted by name; bounded.
+std::string builtins_identity(const std::string& nvrtc_path) {
+  char* real = ::realpath(nvrtc_path.c_str(), nullptr);
+  if (!real) return {};
+  std::string dir(real);
+  std::free(real);
+  const std::size_t slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    std::size_t seen = 0;
+    while (dirent* e = ::readdir(d)) {
+      if (++seen > 100000) break;  // a directory of millions of files: stop looking
+      const std::string_view n(e->d_name);
+      if (n.rfind("libnvrtc-builtins.so.", 0) == 0 && names.size() < k_max_builtins) names.emplace_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) {
+    std::string why;
+    const std::string id = os::elf_build_id(dir + "/" + n, why);
+    out += "; " + n + " " + (id.empty() ? "(" + why + ")" : id);
+  }
+  return out;
+}
+
+result<nvrtc_location> located_at(const std::string& path) {
+  std::string why;
+  const std::string id = os::elf_build_id(path, why);
+  if (id.empty())
+    return error{errc::no_driver, 0, "NVRTC " + path + " cannot be identified: " + why + "; " + k_install_hint, {}};
+  const std::size_t slash = path.rfind('/');
+  nvrtc_location loc;
+  loc.path = path;
+  loc.identity = path.substr(slash == std::string::npos ? 0 : slash + 1) + " build-id " + id + builtins_identity(path);
+  return loc;
+}
+
+std::string find_in(const std::vector<std::string>& dirs, const std::string& name) {
+  for (const auto& d : dirs) {
+    std::string p = d + "/" + name;
+    if (is_regular_file(p)) return p;
+  }
+  return {};
+}
+
+std::string nvrtc_result_text(const nvrtc_lib& lib, nvrtcResult r) {
+  auto text = reinterpret_cast<error_string_fn>(lib.fns[f_error_string]);
+  const char* s = text ? text(r) : nullptr;
+  return s ? std::string(s) : "NVRTC error " + std::to_string(static_cast<int>(r));
+}
+
+result<const nvrtc_lib*> do_load() {
+  auto where = locate_nvrtc();
+  if (!where) return where.error();
+  auto* lib = new nvrtc_lib();  // never freed, like the driver
+  lib->where = std::move(where.value());
+  std::string why;
+  os::library h = os::open_library(lib->where.path, why);
+  if (!h.handle) {
+    std::string msg = "cannot load NVRTC " + lib->where.path + ": " + why + "; " + k_install_hint;
+    delete lib;
+    return error{errc::no_driver, 0, std::move(msg), {}};
+  }
+  for (std::size_t i = 0; i < f_count; ++i) {
+    lib->fns[i] = os::find_symbol(h, k_names[i]);
+    if (!lib->fns[i]) {
+      std::string msg = lib->where.path + ": entry point " + k_names[i] + " not found (an NVRTC older than 12.0?)";
+      delete lib;
+      return error{errc::driver_symbol_missing, 0, std::move(msg), {}};
+    }
+  }
+  reinterpret_cast<version_fn>(lib->fns[f_version])(&lib->major, &lib->minor);
+  int n = 0;
+  if (reinterpret_cast<num_archs_fn>(lib->fns[f_num_archs])(&n) == NVRTC_SUCCESS && n > 0 && n < 1024) {
+    lib->archs.resize(static_cast<std::size_t>(n));
+    if (reinterpret_cast<archs_fn>(lib->fns[f_archs])(lib->archs.data()) != NVRTC_SUCCESS) lib->archs.clear();
+    std::sort(lib->archs.begin(), lib->archs.end());
+  }
+  return static_cast<const nvrtc_lib*>(lib);
+}
+
+}  // namespace
+
+result<nvrtc_location> locate_nvrtc() {
+  const std::vector<std::string> dirs = search_dirs();
+  if (const char* env = os::getenv_path("FATPACK_LIBNVRTC"); env && *env) {
+    const std::string value(env, ::strnlen(env, k_max_path));
+    if (value.size() >= k_max_path)
+      return error{errc::invalid_argument, 0, "FATPACK_LIBNVRTC is longer than " + std::to_string(k_max_path) + " bytes", {}};
+    std::string path = value.find('/') != std::string::npos ? value : find_in(dirs, value);
+    if (path.empty() || !is_regular_file(path))
+      return error{errc::no_driver, 0,
+                   "FATPACK_LIBNVRTC=" + value + ": no such library file (" +
+                       (value.find('/') != std::string::npos ? std::string("not a readable regular file")
+                                                             : "not found along LD_LIBRARY_PATH or the system library directories") +
+                       "); " + k_install_hint,
+                   {}};
+    return located_at(path);
+  }
+  for (const char* name : k_default_names)
+    if (std::string p = find_in(dirs, name); !p.empty()) return located_at(p);
+  std::string searched;
+  for (const auto& d : dirs) searched += (searched.empty() ? "" : ":") + d;
+  return error{errc::no_driver, 0,
+               "NVRTC not found: neither libnvrtc.so.13 nor libnvrtc.so.12 is in " + searched + "; " + k_install_hint, {}};
+}
+
+std::string nvrtc_lib::identify() const {
+  return "NVRTC " + std::to_string(major) + "." + std::to_string(minor) + " (" + where.path + ")";
+}
+
+bool nvrtc_lib::supports(int arch) const { return std::find(archs.begin(), archs.end(), arch) != archs.end(); }
+
+const result<const nvrtc_lib*>& load_nvrtc() {
+  static const result<const nvrtc_lib*>* loaded = new result<const nvrtc_lib*>(do_load());
+  return *loaded;
+}
+
+result<nvrtc_output> nvrtc_compile(const nvrtc_lib& lib, const nvrtc_input& in, const std::string& arch) {
+  auto create = reinterpret_cast<create_fn>(lib.fns[f_create]);
+  auto destroy = reinterpret_cast<destroy_fn>(lib.fns[f_destroy]);
+  auto compile = reinterpret_cast<compile_fn>(lib.fns[f_compile]);
+  auto add_name = reinterpret_cast<add_name_fn>(lib.fns[f_add_name]);
+  auto lowered = reinterpret_cast<lowered_fn>(lib.fns[f_lowered]);
+  auto log_size = reinterpret_cast<size_fn>(lib.fns[f_log_size]);
+  auto log_get = reinterpret_cast<get_fn>(lib.fns[f_log]);
+  const bool want_ptx = arch.rfind("compute_", 0) == 0;
+  auto code_size = reinterpret_cast<size_fn>(lib.fns[want_ptx ? f_ptx_size : f_cubin_size]);
+  auto code_get = reinterpret_cast<get_fn>(lib.fns[want_ptx ? f_ptx : f_cubin]);
+
+  const std::string program(in.program_name);
+  const std::string source(in.source);  // NVRTC takes a NUL-terminated string
+  std::vector<const char*> header_texts, header_names;
+  for (const auto& h : in.headers) {
+    header_names.push_back(h.first.c_str());
+    header_texts.push_back(h.second.c_str());
+  }
+  std::vector<std::string> words;
+  words.push_back("-arch=" + arch);
+  for (const auto& o : in.options) words.push_back(o);
+  std::vector<const char*> argv;
+  for (const auto& w : words) argv.push_back(w.c_str());
+
+  nvrtcProgram prog = nullptr;
+  auto read_log = [&]() {
+    std::size_t n = 0;
+    if (!prog || log_size(prog, &n) != NVRTC_SUCCESS || n <= 1) return std::string();
+    std::string s(n, '\0');
+    if (log_get(prog, &s[0]) != NVRTC_SUCCESS) return std::string();
+    while (!s.empty() && (s.back() == '\0' || s.back() == '\n')) s.pop_back();
+    return s;
+  };
+  auto fail = [&](const char* call, nvrtcResult r) -> result<nvrtc_output> {
+    std::string log = read_log();
+    if (prog) destroy(&prog);
+    return error{errc::jit_failed, 0,
+                 "NVRTC compile of " + program + " (" + lib.identify() + ", -arch=" + arch + "): " + call + ": " +
+                     nvrtc_result_text(lib, r),
+                 std::move(log)};
+  };
+  stopwatch sw;
+  nvrtcResult r = create(&prog, source.c_str(), program.c_str(), static_cast<int>(header_texts.size()),
+                         header_texts.data(), header_names.data());
+  if (r != NVRTC_SUCCESS) return fail("nvrtcCreateProgram", r);
+  for (const auto& e : in.name_expressions) {
+    r = add_name(prog, e.c_str());
+    if (r != NVRTC_SUCCESS) return fail("nvrtcAddNameExpression", r);
+  }
+  r = compile(prog, static_cast<int>(argv.size()), argv.data());
+  if (r != NVRTC_SUCCESS) return fail("nvrtcCompileProgram", r);
+  nvrtc_output out;
+  out.ptx = want_ptx;
+  for (const auto& e : in.name_expressions) {
+    const char* name = nullptr;
+    r = lowered(prog, e.c_str(), &name);
+    if (r != NVRTC_SUCCESS || !name) return fail("nvrtcGetLoweredName", r);
+    out.lowered.emplace_back(e, name);
+  }
+  std::size_t n = 0;
+  r = code_size(prog, &n);
+  if (r != NVRTC_SUCCESS) return fail(want_ptx ? "nvrtcGetPTXSize" : "nvrtcGetCUBINSize", r);
+  out.code.resize(n);
+  if (n > 0) {
+    r = code_get(prog, reinterpret_cast<char*>(out.code.data()));
+    if (r != NVRTC_SUCCESS) return fail(want_ptx ? "nvrtcGetPTX" : "nvrtcGetCUBIN", r);
+  }
+  out.log = read_log();
+  out.wall_ms = sw.ms();
+  destroy(&prog);
+  return out;
+}
+
+}  // namespace fatpack::detail

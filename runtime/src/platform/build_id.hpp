@@ -1,0 +1,18 @@
+// A shared library's identity without loading it: the GNU build-id note (NT_GNU_BUILD_ID) of an ELF
+// file, read with a few small bounded reads (the ELF header, the program headers, the PT_NOTE
+// segments), never the whole file. NVRTC is a 105 MB library with no version in its file name; its
+// build-id names the exact build, so a source-cache hit can know which compiler made an entry
+// without dlopen-ing the compiler (docs/nvrtc.md).
+#pragma once
+
+#include <string>
+
+namespace fatpack::detail::os {
+
+// The build-id of the ELF file at `path` as lowercase hex ("65be0db3..."); "" with `why` set when the
+// file cannot be read, is not a 64-bit little-endian ELF file, or has no build-id note. Bounded: at
+// most 64 program headers and 64 KiB of notes are read; every offset and size is checked against
+// the file's size.
+std::string elf_build_id(const std::string& path, std::string& why);
+
+}  // namespace fatpack::detail::os

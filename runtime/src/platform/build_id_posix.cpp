@@ -1,0 +1,121 @@
+// ELF build-id reader (build_id.hpp): pread on one descriptor, every read bounded and checked.
+#include "platform/build_id.hpp"
+
+#include "fatpack/core/hex.hpp"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fatpack::detail::os {
+
+namespace {
+
+constexpr std::size_t k_max_program_headers = 64;
+constexpr std::size_t k_max_note_bytes = 64 * 1024;
+constexpr std::uint32_t k_nt_gnu_build_id = 3;
+
+// Reads exactly `n` bytes at `offset`; false on a short read or an error.
+bool read_at(int fd, std::uint64_t offset, void* out, std::size_t n) {
+  auto* p = static_cast<std::uint8_t*>(out);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+template <class T>
+T load(const std::uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);  // ELF64 little-endian, as the host (x86-64, aarch64)
+  return v;
+}
+
+// The build-id in one note segment's bytes, or "".
+std::string build_id_in_notes(const std::vector<std::uint8_t>& notes, std::size_t align) {
+  align = align == 8 ? 8 : 4;
+  auto round = [&](std::uint64_t n) { return (n + align - 1) / align * align; };
+  std::size_t p = 0;
+  while (notes.size() - p >= 12) {
+    const auto name_size = load<std::uint32_t>(&notes[p]);
+    const auto desc_size = load<std::uint32_t>(&notes[p + 4]);
+    const auto type = load<std::uint32_t>(&notes[p + 8]);
+    const std::uint64_t name_room = round(name_size), desc_room = round(desc_size);
+    const std::size_t left = notes.size() - p - 12;
+    if (name_room > left || desc_room > left - name_room) return {};
+    if (type == k_nt_gnu_build_id && name_size == 4 && std::memcmp(&notes[p + 12], "GNU", 4) == 0 && desc_size > 0)
+      return core::hex_bytes(&notes[p + 12 + name_room], desc_size);
+    p += 12 + static_cast<std::size_t>(name_room + desc_room);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string elf_build_id(const std::string& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return {};
+  }
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_on_return{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+    return {};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+    return {};
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  std::uint8_t eh[64];
+  if (file_size < sizeof eh || !read_at(fd, 0, eh, sizeof eh) || std::memcmp(eh, "\x7f" "ELF", 4) != 0 ||
+      eh[4] != 2 /* ELFCLASS64 */ || eh[5] != 1 /* little-endian */) {
+    why = "not a 64-bit little-endian ELF file";
+    return {};
+  }
+  const auto phoff = load<std::uint64_t>(eh + 32);
+  const auto phentsize = load<std::uint16_t>(eh + 54);
+  const auto phnum = load<std::uint16_t>(eh + 56);
+  if (phentsize < 56 || phnum == 0 || phnum > k_max_program_headers || phoff > file_size ||
+      std::uint64_t(phentsize) * phnum > file_size - phoff) {
+    why = "its program headers are missing or out of bounds";
+    return {};
+  }
+  std::vector<std::uint8_t> ph(std::size_t(phentsize) * phnum);
+  if (!read_at(fd, phoff, ph.data(), ph.size())) {
+    why = "cannot read its program headers";
+    return {};
+  }
+  std::size_t note_bytes = 0;
+  for (std::size_t i = 0; i < phnum; ++i) {
+    const std::uint8_t* h = &ph[i * phentsize];
+    if (load<std::uint32_t>(h) != 4 /* PT_NOTE */) continue;
+    const auto off = load<std::uint64_t>(h + 8);
+    const auto size = load<std::uint64_t>(h + 32);
+    const auto align = load<std::uint64_t>(h + 48);
+    if (off > file_size || size > file_size - off || size > k_max_note_bytes - note_bytes) continue;
+    note_bytes += static_cast<std::size_t>(size);
+    std::vector<std::uint8_t> notes(static_cast<std::size_t>(size));
+    if (!read_at(fd, off, notes.data(), notes.size())) continue;
+    std::string id = build_id_in_notes(notes, static_cast<std::size_t>(align));
+    if (!id.empty()) return id;
+  }
+  why = "no build-id note (NT_GNU_BUILD_ID)";
+  return {};
+}
+
+}  // namespace fatpack::detail::os
