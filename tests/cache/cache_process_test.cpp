@@ -816,3 +816,64 @@ TEST_CASE("garbage or a FIFO or a symlink at inflight.holders: no crash or hang;
   }
   end_holder(holder);
 }
+
+TEST_CASE("background upgrade: lower-minor SASS runs now, the PTX's JIT is used from the next start") {
+  // sm_80 SASS and compute_80 PTX of one module on a CC 8.6 device: the SASS loads without a JIT;
+  // with the upgrade on, the PTX is compiled for CC 8.6 in the background and the next process loads
+  // that SASS from the cache instead.
+  std::vector<fatpack::core::entry_input> entries;
+  for (const char* f : {"vadd.sm_80.cubin", "vadd.compute_80.ptx"}) {
+    auto bytes = read_file(artifact(f));
+    auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), f, "up");
+    REQUIRE(r.has_value());
+    for (auto& e : r.value()) {
+      e.module_name = "up";
+      entries.push_back(std::move(e));
+    }
+  }
+  const std::string pkg = package_file("upgrade", entries);
+  const std::string dir = fresh_dir("upgrade"), log = dir + "/jit.log", cache = dir + "/cache";
+  const env_map on = {{"FAKECUDA_DEVICES", "86"}, {"FATPACK_BACKGROUND_UPGRADE", "1"}};
+  const std::vector<std::string> args = {"--package", pkg, "load", "up", "cache-wait", "cache-stats"};
+
+  // Off by default: the SASS, nothing compiled, no upgrade line.
+  auto off = probe(args, cache_env(cache, log, {{"FAKECUDA_DEVICES", "86"}}));
+  CHECK(off.status == 0);
+  CHECK(off.has("target=sm_80 jit=0"));
+  CHECK_FALSE(off.has("background upgrade"));
+  CHECK(count_lines(log) == 0);
+
+  auto first = probe(args, cache_env(cache, log, on));
+  CHECK(first.status == 0);
+  CHECK(first.has("target=sm_80 jit=0"));
+  CHECK(first.has("background upgrade: queued: compute_80"));
+  CHECK(field(first.out, "cache", "upgrades") == 1);
+  CHECK(count_lines(log) == 1);
+  CHECK(files_under(cache, ".fpc").size() == 1);
+
+  auto next = probe(args, cache_env(cache, log, on));
+  CHECK(next.status == 0);
+  CHECK(next.has("target=compute_80"));
+  CHECK(next.has("background upgrade: used: compute_80"));
+  CHECK(field(next.out, "cache", "hits_exact") == 1);
+  CHECK(field(next.out, "cache", "upgrades") == 0);
+  CHECK(count_lines(log) == 1);  // nothing compiled again
+
+  // The API wins over the environment.
+  auto api_off = probe({"--upgrade", "off", "--package", pkg, "load", "up", "cache-stats"}, cache_env(cache, log, on));
+  CHECK(api_off.has("target=sm_80 jit=0"));
+  CHECK_FALSE(api_off.has("background upgrade"));
+
+  // The device's own SASS: nothing to upgrade.
+  auto exact = probe(args, cache_env(cache, log, {{"FAKECUDA_DEVICES", "80"}, {"FATPACK_BACKGROUND_UPGRADE", "1"}}));
+  CHECK(exact.has("target=sm_80 jit=0"));
+  CHECK_FALSE(exact.has("background upgrade"));
+  CHECK(count_lines(log) == 1);
+
+  // No cache: nothing is queued, and the report says why.
+  auto nocache = probe(args, cache_env(dir + "/off", log, {{"FAKECUDA_DEVICES", "86"}, {"FATPACK_BACKGROUND_UPGRADE", "1"},
+                                                            {"FATPACK_CACHE_DISABLE", "1"}}));
+  CHECK(nocache.has("target=sm_80 jit=0"));
+  CHECK(nocache.has("background upgrade: not queued"));
+  CHECK(count_lines(log) == 1);
+}

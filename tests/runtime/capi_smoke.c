@@ -8,6 +8,7 @@ int fatpack_c_smoke(void) {
   fatpack_module* m = NULL;
   struct CUfunc_st* f = NULL;
   int n = 0;
+  if (fatpack_set_background_upgrade(0) != FATPACK_OK) return 1;
   if (fatpack_device_count(&n) != FATPACK_OK || n < 1) return 1;
   if (fatpack_load_module("capi_vadd", NULL, -1, &m) != FATPACK_OK) return 2;
   if (fatpack_module_function(m, "saxpy", &f) != FATPACK_OK || f == NULL) return 3;

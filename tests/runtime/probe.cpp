@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
                                        : fatpack::policy::prefer_sass;
     } else if (a == "--device") {
       opts.device = std::atoi(next().c_str());
+    } else if (a == "--upgrade") {
+      fatpack::set_background_upgrade(next() == "on");
     } else if (a == "--threads") {
       fatpack::set_jit_threads(static_cast<unsigned>(std::atoi(next().c_str())));
     } else if (a == "--prebuilt") {
@@ -186,11 +188,11 @@ int main(int argc, char** argv) {
       auto st = fatpack::cache_stats();
       auto info = fatpack::cache_status();
       std::printf("cache mode=%s path=%s hits_exact=%llu hits_other=%llu misses=%llu jits=%llu refreshes=%llu "
-                  "stores=%llu rejected=%llu evictions=%llu waited=%llu bytes_read=%llu bytes_written=%llu "
+                  "upgrades=%llu stores=%llu rejected=%llu evictions=%llu waited=%llu bytes_read=%llu bytes_written=%llu "
                   "io_errors=%llu prebuilt=%zu\n",
                   fatpack::cache_mode_name(info.mode), info.path.c_str(), (unsigned long long)st.hits_exact,
                   (unsigned long long)st.hits_other_driver, (unsigned long long)st.misses, (unsigned long long)st.jits,
-                  (unsigned long long)st.refreshes, (unsigned long long)st.stores, (unsigned long long)st.rejected,
+                  (unsigned long long)st.refreshes, (unsigned long long)st.upgrades, (unsigned long long)st.stores, (unsigned long long)st.rejected,
                   (unsigned long long)st.evictions, (unsigned long long)st.waited, (unsigned long long)st.bytes_read,
                   (unsigned long long)st.bytes_written, (unsigned long long)st.io_errors, info.prebuilt.size());
     } else if (a == "fork") {

@@ -135,6 +135,8 @@ FATPACK_API fatpack_status fatpack_add_package_memory(const void* data, size_t s
 FATPACK_API fatpack_status fatpack_add_image(const void* data, size_t size, const char* module_name, const char* package_name);
 
 FATPACK_API fatpack_status fatpack_set_policy(fatpack_policy policy);
+/* Newer code in the background (as fatpack::set_background_upgrade): on != 0 turns it on, 0 off. */
+FATPACK_API fatpack_status fatpack_set_background_upgrade(int on);
 
 /* package may be NULL (any package); device -1: the current context's device, else 0. The module goes
  * into the calling thread's current context when it has one on that device (the application's own

@@ -167,6 +167,10 @@ struct load_report {
   bool jit = false;                        // it went through the JIT
   bool jit_reused = false;
   std::string jit_path;                    // "culink", "nvjitlink 13.0", "nvjitlink 13.0 (LTO)"
+  // Background upgrade (set_background_upgrade): "" when it did not apply; else what it did, e.g.
+  // "queued: compute_80 JIT for CC 8.6 in the background (sm_80 SASS runs now); used from the next
+  // start" or "used: compute_80 JIT for CC 8.6 from the cache, instead of sm_80 SASS".
+  std::string upgrade;
   // Milliseconds per phase. context: choosing the context (the primary context's creation, the first
   // time a process uses the device: 100-300 ms, not fatpack's own cost).
   double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;
@@ -373,6 +377,7 @@ struct cache_statistics {
   std::uint64_t jits = 0;               // compiles this process ran (refreshes included)
   double jit_ms = 0;                    // their total time
   std::uint64_t refreshes = 0;          // background re-JITs for this driver after other-driver hits
+  std::uint64_t upgrades = 0;           // background upgrades compiled (set_background_upgrade)
   std::uint64_t bytes_read = 0;         // entry bytes read from disk
   std::uint64_t bytes_written = 0;      // entry bytes written
   std::uint64_t stores = 0;             // entries written
@@ -419,6 +424,15 @@ FATPACK_API void set_policy(policy p);       // process default (the environment
 enum class jit_backend { culink, nvjitlink };
 FATPACK_API void set_jit_backend(jit_backend b);
 FATPACK_API policy effective_policy();       // what a load without an explicit policy uses now
+// Newer code in the background (opt-in; docs/runtime.md §4, "Newer code in the background"): where
+// the SASS chosen for a device is not its own (sm_80 SASS on an sm_86 device, `f` SASS of another
+// CC) and the module has PTX, the load runs that SASS now and JIT-compiles the PTX for the device in
+// the background into the JIT cache; a later load (the next start) uses the JIT's SASS from the
+// cache. load_report::upgrade says which happened. Default: FATPACK_BACKGROUND_UPGRADE=1|0, else
+// off; set_background_upgrade() wins once called. Needs the JIT cache (without one nothing is
+// queued, and the report says so). wait_cache_refresh() waits for the upgrades queued so far.
+FATPACK_API void set_background_upgrade(bool on);
+FATPACK_API bool background_upgrade();
 // JIT threads (default: hardware threads, or FATPACK_JIT_THREADS). Takes effect before the first JIT.
 FATPACK_API void set_jit_threads(unsigned n);
 

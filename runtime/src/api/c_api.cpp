@@ -226,6 +226,13 @@ fatpack_status fatpack_set_policy(fatpack_policy policy) {
   });
 }
 
+fatpack_status fatpack_set_background_upgrade(int on) {
+  return guarded([&] {
+    fatpack::set_background_upgrade(on != 0);
+    return ok();
+  });
+}
+
 fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
                                                fatpack_policy policy, fatpack_module** out) {
   return guarded([&] {

@@ -32,6 +32,7 @@ cache_statistics cache_stats() {
   s.jits = j.jits;
   s.jit_ms = static_cast<double>(j.jit_us.load()) / 1000.0;
   s.refreshes = j.refreshes;
+  s.upgrades = j.upgrades;
   s.bytes_read = c.bytes_read;
   s.bytes_written = c.bytes_written;
   s.stores = c.stores;

@@ -10,6 +10,8 @@ namespace fatpack {
 
 void set_policy(policy p) { detail::set_default_policy(p); }
 policy effective_policy() { return detail::resolve_policy(std::nullopt); }
+void set_background_upgrade(bool on) { detail::set_background_upgrade_override(on); }
+bool background_upgrade() { return detail::background_upgrade_enabled(); }
 
 void set_jit_backend(jit_backend b) { detail::set_jit_backend_override(b); }
 

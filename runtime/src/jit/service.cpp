@@ -539,38 +539,56 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
 }
 
 void jit_service::refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj) {
+  compile_in_background(req, key, nvj, false);
+}
+
+bool jit_service::cached_exact(const jit_request& req) {
+  return get_sass_cache()->find(cache_key_for(req), false).has_value();
+}
+
+bool jit_service::upgrade(const jit_request& req) {
+  if (std::string_view(get_sass_cache()->name()) == "none") return false;
+  const nvjitlink_lib* nvj = pick_nvjitlink();
+  compile_in_background(req, cache_key(req, nvj), nvj, true);
+  return true;
+}
+
+void jit_service::compile_in_background(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj,
+                                        bool is_upgrade) {
   at_exit_flush();
   {
     std::lock_guard<std::mutex> lock(mu_);
     adopt_counts_locked();
     ++refresh_pending_;
   }
-  background([this, req, key, nvj] {
+  const std::string what = is_upgrade ? "background upgrade of " + req.module + " (" +
+                                            describe_target(req.package->view.entries().at(req.entry)) + " for " +
+                                            req.dev->identify() + ")"
+                                      : "background re-JIT of " + req.module + " for this driver";
+  background([this, req, key, nvj, is_upgrade, what] {
     try {
-      // The process is exiting: a re-JIT not started yet is dropped (the next process refreshes);
+      // The process is exiting: a compile not started yet is dropped (the next process does it);
       // the exit flush waits only for those already running in the driver.
       if (!exiting_.load()) {
         auto cache = get_sass_cache();
         auto guard = cache->begin_compile(key);
-        if (!cache->find(key, false)) {  // another process may have refreshed it meanwhile
+        if (!cache->find(key, false)) {  // another process may have compiled it meanwhile
           bool arch_unknown = false;
           std::string path;
           double decompress_ms = 0;
           auto out = compile_entry(req, nvj, arch_unknown, path, decompress_ms);
           if (out) {
             count_compile(out->wall_ms);
-            counters_.refreshes++;
+            (is_upgrade ? counters_.upgrades : counters_.refreshes)++;
             cache->store(key, core::byte_span(out->sass.data(), out->sass.size()));
-            log_line(log_level::debug, "JIT cache: re-JIT-ed " + req.module + " for this driver (" +
-                                           std::to_string(out->wall_ms) + " ms)");
+            log_line(log_level::debug, "JIT cache: " + what + " done (" + std::to_string(out->wall_ms) + " ms)");
           } else {
-            log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed: " + out.error().message);
+            log_line(log_level::warn, "JIT cache: " + what + " failed: " + out.error().message);
           }
         }
       }
     } catch (...) {
-      log_line(log_level::warn, "JIT cache: background re-JIT of " + req.module + " failed with " +
-                                    describe_exception(std::current_exception()));
+      log_line(log_level::warn, "JIT cache: " + what + " failed with " + describe_exception(std::current_exception()));
     }
     std::lock_guard<std::mutex> lock(mu_);
     --refresh_pending_;

@@ -75,6 +75,7 @@ struct jit_counters {
   std::atomic<std::uint64_t> jits{0};
   std::atomic<std::uint64_t> jit_us{0};
   std::atomic<std::uint64_t> refreshes{0};  // background re-JITs after other-driver hits
+  std::atomic<std::uint64_t> upgrades{0};   // background upgrades compiled (set_background_upgrade)
 };
 
 struct jit_result {
@@ -100,6 +101,14 @@ class jit_service {
   result<std::shared_ptr<jit_task>> enqueue(const jit_request& req);
   // Waits for a task from enqueue(); a task still queued is taken over by the caller.
   result<jit_result> wait(const std::shared_ptr<jit_task>& task);
+
+  // Background upgrade (load/selection.hpp): true when the cache has SASS of this driver for `req`
+  // (an exact hit; it reads the entry). False without a cache.
+  bool cached_exact(const jit_request& req);
+  // Compiles `req` on the pool and stores the SASS in the cache, unless the cache has it by then;
+  // tracked like the re-JITs (wait_refreshes waits for it; an exiting process drops it if it has
+  // not started). False when there is no cache to store into (nothing is queued).
+  bool upgrade(const jit_request& req);
 
   // Forgets the in-process result for `req`'s key (a finished one), so the next compile runs again.
   void forget(const jit_request& req);
@@ -128,6 +137,9 @@ class jit_service {
   void count_compile(double ms);
   // Queues a re-JIT of `key` for this driver after an other-driver hit; stores the result.
   void refresh(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj);
+  // What refresh() and upgrade() share: a tracked background compile of `key` that stores its SASS
+  // unless the cache has an exact entry by the time it runs. `what` names it in log lines.
+  void compile_in_background(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj, bool is_upgrade);
   // Hands `sass` to the cache on the pool; `guard` (the cross-process compile lock) is released
   // after the store.
   void publish(std::shared_ptr<sass_cache> cache, const jit_key& key,

@@ -92,6 +92,40 @@ void fill_header(load_report& rep, const device& dev, const module_entries& me, 
   rep.policy = p;
 }
 
+
+// Background upgrade (load/selection.hpp): decides it for a selection whose chosen entry is SASS
+// that is not the device's own, and reorders `order` (the candidates in the order to try) so that
+// a cached JIT of the module's best PTX comes first. Returns the report's `upgrade` text.
+std::string plan_upgrade(const driver& drv, const device& dev, const module_entries& me, const std::string& module,
+                         const core::selection& sel, std::vector<core::candidate>& order) {
+  const auto& entries = me.package->view.entries();
+  if (!sel.chosen) return {};
+  const auto& chosen = entries.at(*sel.chosen);
+  if (chosen.target.kind != core::entry_kind::sass) return {};
+  // The device's own SASS (sm_90 on CC 9.0, sm_90a there too) is what a JIT would make.
+  if (chosen.target.arch == dev.arch && chosen.target.variant != core::arch_variant::family) return {};
+  auto ptx = std::find_if(order.begin(), order.end(), [&](const core::candidate& c) {
+    return c.verdict != core::verdict::rejected && entries.at(c.entry).target.kind == core::entry_kind::ptx;
+  });
+  if (ptx == order.end()) return {};
+  jit_request req;
+  req.package = me.package;
+  req.entry = ptx->entry;
+  req.drv = &drv;
+  req.dev = &dev;
+  req.module = module;
+  const std::string what = describe_target(entries.at(ptx->entry)) + " JIT for CC " + std::to_string(dev.arch / 10) +
+                           "." + std::to_string(dev.arch % 10);
+  const std::string sass = describe_target(chosen);
+  auto& jit = jit_service::instance();
+  if (jit.cached_exact(req)) {
+    std::rotate(order.begin(), ptx, ptx + 1);
+    return "used: " + what + " from the cache, instead of " + sass + " SASS";
+  }
+  if (!jit.upgrade(req)) return "not queued: " + what + " has no JIT cache to go to; " + sass + " SASS runs";
+  return "queued: " + what + " in the background (" + sass + " SASS runs now); used from the next start";
+}
+
 }  // namespace
 
 module_state::~module_state() {
@@ -158,8 +192,12 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
   rep.context_ms = ctx.ms;
   st->ctx = std::move(ctx);
 
+  std::vector<core::candidate> order = ms.sel.candidates;
+  if (p == policy::prefer_sass && background_upgrade_enabled())
+    rep.upgrade = plan_upgrade(drv, dev, me, rep.module, ms.sel, order);
+
   bool any_load_refused = false, any_jit_failed = false;
-  for (const auto& c : ms.sel.candidates) {
+  for (const auto& c : order) {
     if (c.verdict == core::verdict::rejected) continue;
     const auto& e = entries.at(c.entry);
     attempt_info a;

@@ -12,6 +12,7 @@ namespace fatpack::detail {
 namespace {
 
 std::atomic<int> g_default_policy{static_cast<int>(policy::prefer_sass)};
+std::atomic<int> g_background_upgrade{-1};  // -1: not set by the API, the environment decides
 
 }  // namespace
 
@@ -23,6 +24,14 @@ policy resolve_policy(std::optional<policy> explicit_policy) {
   if (env_flag("CUDA_DISABLE_PTX_JIT")) return policy::sass_only;
   return static_cast<policy>(g_default_policy.load());
 }
+
+bool background_upgrade_enabled() {
+  const int v = g_background_upgrade.load();
+  if (v >= 0) return v != 0;
+  return env_flag("FATPACK_BACKGROUND_UPGRADE");
+}
+
+void set_background_upgrade_override(bool on) { g_background_upgrade.store(on ? 1 : 0); }
 
 module_selection select_entries(const module_entries& me, std::uint32_t arch, bool tegra, int driver_version,
                                 policy p) {

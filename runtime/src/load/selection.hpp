@@ -22,6 +22,14 @@ policy resolve_policy(std::optional<policy> explicit_policy);
 // What fatpack::set_policy (api/settings_api.cpp) sets: the default below the environment.
 void set_default_policy(policy p);
 
+// Background upgrade (docs/runtime.md §4, "Newer code in the background"): when the chosen SASS is
+// not the device's own (a lower minor, or `f` SASS of another CC) and the module has PTX, run the
+// SASS now and JIT the PTX for this device in the background; a later start loads that JIT's SASS
+// from the cache. Opt-in: fatpack::set_background_upgrade() wins once called, else
+// FATPACK_BACKGROUND_UPGRADE=1, else off.
+bool background_upgrade_enabled();
+void set_background_upgrade_override(bool on);
+
 struct module_selection {
   core::selection sel;                     // candidate.entry indices are *package* entry indices
   std::vector<candidate_info> candidates;  // the same, for the report
