@@ -386,6 +386,14 @@ struct cache_statistics {
   std::uint64_t waited = 0;             // waits for another process compiling the same key
   std::uint64_t lock_timeouts = 0;      // waits that gave up (then compiled here too)
   std::uint64_t io_errors = 0;
+  // The fleet cache (set_cache_remote, FATPACK_CACHE_REMOTE; docs/cache.md §12).
+  std::uint64_t remote_hits = 0;         // entries served by the remote (then copied locally)
+  std::uint64_t remote_misses = 0;       // lookups the remote did not answer with a usable entry
+  std::uint64_t remote_uploads = 0;      // entries this process published to the remote
+  std::uint64_t remote_rejected = 0;     // remote entries refused (signature, key text, checksums)
+  std::uint64_t remote_faults = 0;       // requests that failed (each one a miss)
+  std::uint64_t remote_skipped = 0;      // lookups not sent: the remote is skipped after faults
+  std::uint64_t remote_lease_waits = 0;  // compiles left to another node holding the lease
 };
 FATPACK_API cache_statistics cache_stats();
 
@@ -402,6 +410,7 @@ struct cache_info {
   std::string path;                   // the per-user cache directory ("" when there is none)
   cache_mode mode = cache_mode::disabled;
   std::vector<std::string> prebuilt;  // read-only layers, in search order
+  std::string remote;                 // the fleet cache: "https://host/base (read-write, signed, key id ...)"; "" none
 };
 FATPACK_API cache_info cache_status();
 
@@ -410,8 +419,31 @@ FATPACK_API cache_info cache_status();
 // owned by another user, writable by group/others).
 FATPACK_API status add_prebuilt_cache(std::string_view directory);
 
+// The fleet cache (docs/cache.md §12): a remote store behind the local cache, shared by every node
+// of a cluster. Lookups go to the prebuilt layers, the local cache, then the remote; a remote hit is
+// checked like a local entry and copied into the local cache in the background; a read-write remote
+// gets what this process compiles, uploaded in the background. Faults are one warning and a miss.
+// The environment configures the same (FATPACK_CACHE_REMOTE, _MODE, _KEY, ...); once called, this
+// wins. An empty url removes the remote. Errors: an unreadable key or credentials file, a
+// read-write remote without a key (unless trust_all_writers), an unsupported URL.
+struct remote_cache_options {
+  std::string url;                  // https://host/base, http://..., redis://[:password@]host:port/db
+  bool read_write = false;          // upload what this process compiles
+  std::string key_file;             // HMAC-SHA256 signing key (>= 32 bytes, mode 0600): uploads are
+                                    // signed, and unsigned or badly signed entries are refused
+  // A read-write remote without a key: whoever can write the store can run code on this machine.
+  bool trust_all_writers = false;
+  unsigned connect_timeout_ms = 500;
+  unsigned timeout_ms = 3000;       // per request, connect included
+  unsigned lease_ms = 0;            // Redis: nodes compiling the same key wait for one (0: off)
+  std::string credentials_file;     // HTTP: one line "bearer TOKEN" or "basic USER:PASSWORD"
+  std::string ca_file;              // HTTPS: a CA bundle instead of the system's
+};
+FATPACK_API status set_cache_remote(const remote_cache_options& options);
+
 // Waits for the background re-JITs queued by other-driver hits (they make the next start an exact
-// hit); a process may exit without waiting (a re-JIT cut short stores nothing).
+// hit), the stores, and a fleet cache's uploads and local copies; a process may exit without
+// waiting (a re-JIT cut short stores nothing; uploads get FATPACK_CACHE_REMOTE_EXIT_FLUSH_MS).
 FATPACK_API void wait_cache_refresh();
 
 // ---- settings ------------------------------------------------------------------------------------

@@ -5,17 +5,112 @@
 #include "cache/config.hpp"
 #include "cache/fs.hpp"
 #include "cache/stats.hpp"
+#include "cache/directory.hpp"
 #include "jit/service.hpp"
+#include "remote/remote_cache.hpp"
+#include "remote/signature.hpp"
+
+#include <mutex>
+#include <optional>
 
 #include "fatpack/fatpack.hpp"
 
 namespace fatpack::detail {
 
-void wire_default_cache() { install_sass_cache_if_none([] { return cache::make_default_sass_cache(); }); }
+namespace {
+
+// set_cache_remote() before the cache is open: used instead of the environment's remote.
+std::mutex& remote_override_mu() {
+  static std::mutex m;
+  return m;
+}
+std::optional<remote::remote_config>& remote_override() {
+  static std::optional<remote::remote_config> c;
+  return c;
+}
+
+// Where the breaker of a remote keeps its state: the per-user cache's format directory when the
+// cache writes it; else the process's memory.
+std::string remote_state_dir(const std::shared_ptr<sass_cache>& local) {
+  auto d = std::dynamic_pointer_cast<cache::disk_cache>(local);
+  if (!d || d->mode() != cache_mode::read_write || d->user_path().empty()) return {};
+  return cache::format_dir(d->user_path());
+}
+
+std::shared_ptr<sass_cache> local_of(std::shared_ptr<sass_cache> c) {
+  if (auto r = std::dynamic_pointer_cast<remote::remote_cache>(c)) return r->local();
+  return c;
+}
+
+}  // namespace
+
+void wire_default_cache() {
+  install_sass_cache_if_none([] {
+    std::shared_ptr<sass_cache> local = cache::make_default_sass_cache();
+    if (std::string_view(local->name()) == "none") return local;  // FATPACK_CACHE_DISABLE: no remote either
+    std::lock_guard<std::mutex> g(remote_override_mu());
+    if (auto& o = remote_override()) {
+      if (o->store.url.empty()) return local;
+      return std::shared_ptr<sass_cache>(remote::remote_cache::create(local, *o, remote_state_dir(local)));
+    }
+    return remote::with_remote_from_env(local, remote_state_dir(local));
+  });
+}
 
 std::shared_ptr<cache::disk_cache> active_disk_cache() {
   if (!sass_cache_installed()) return nullptr;
-  return std::dynamic_pointer_cast<cache::disk_cache>(get_sass_cache());
+  return std::dynamic_pointer_cast<cache::disk_cache>(local_of(get_sass_cache()));
+}
+
+std::shared_ptr<remote::remote_cache> active_remote_cache() {
+  if (!sass_cache_installed()) return nullptr;
+  return std::dynamic_pointer_cast<remote::remote_cache>(get_sass_cache());
+}
+
+status set_remote(const remote_cache_options& o) {
+  remote::remote_config c;
+  c.store.url = o.url;
+  c.read_write = o.read_write;
+  c.trust_all_writers = o.trust_all_writers;
+  c.store.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms ? o.connect_timeout_ms : 500);
+  c.store.transfer_timeout = std::chrono::milliseconds(o.timeout_ms ? o.timeout_ms : 3000);
+  c.lease = std::chrono::milliseconds(o.lease_ms);
+  c.store.ca_file = o.ca_file;
+  if (!o.key_file.empty()) {
+    c.key_file = o.key_file;
+    if (auto e = remote::read_key_file(o.key_file, c.key); !e.empty()) c.problems.push_back(e);
+  }
+  if (!o.credentials_file.empty())
+    if (auto e = remote::read_credentials_file(o.credentials_file, c.store); !e.empty()) c.problems.push_back(e);
+  remote::check_config(c);
+  if (!c.problems.empty()) {
+    std::string m = "set_cache_remote: " + c.problems.front();
+    return error{errc::invalid_argument, 0, m, {}};
+  }
+  if (!c.store.url.empty()) {
+    std::string why;
+    // The URL's form is checked now (the backend library is loaded at the first lookup).
+    const bool known = c.store.url.rfind("http://", 0) == 0 || c.store.url.rfind("https://", 0) == 0 ||
+                       c.store.url.rfind("redis://", 0) == 0;
+    if (!known)
+      return error{errc::invalid_argument, 0,
+                   "set_cache_remote: unsupported URL " + remote::redact_url(c.store.url) +
+                       " (expected http://, https:// or redis://)", {}};
+  }
+  {
+    std::lock_guard<std::mutex> g(remote_override_mu());
+    remote_override() = c;
+  }
+  if (sass_cache_installed()) {
+    auto local = local_of(get_sass_cache());
+    if (std::string_view(local->name()) == "none")
+      return error{errc::invalid_argument, 0, "set_cache_remote: the JIT cache is disabled (FATPACK_CACHE_DISABLE)", {}};
+    // Uploads queued by the layer being replaced finish first (bounded by their timeouts).
+    get_sass_cache()->flush(-1);
+    if (c.store.url.empty()) set_sass_cache(local);
+    else set_sass_cache(remote::remote_cache::create(local, c, remote_state_dir(local)));
+  }
+  return {};
 }
 
 }  // namespace fatpack::detail
@@ -41,6 +136,14 @@ cache_statistics cache_stats() {
   s.waited = c.lock_waits;
   s.lock_timeouts = c.lock_timeouts;
   s.io_errors = c.io_errors;
+  const auto& r = detail::remote::counters();
+  s.remote_hits = r.hits;
+  s.remote_misses = r.misses;
+  s.remote_uploads = r.uploads;
+  s.remote_rejected = r.rejected;
+  s.remote_faults = r.faults;
+  s.remote_skipped = r.skipped;
+  s.remote_lease_waits = r.lease_waits;
   return s;
 }
 
@@ -83,6 +186,7 @@ cache_info cache_status() {
   i.path = d->user_path();
   i.mode = d->mode();
   i.prebuilt = d->prebuilt_paths();
+  if (auto r = detail::active_remote_cache()) i.remote = r->describe();
   return i;
 }
 
@@ -96,5 +200,7 @@ status add_prebuilt_cache(std::string_view directory) {
 }
 
 void wait_cache_refresh() { detail::jit_service::instance().wait_refreshes(); }
+
+status set_cache_remote(const remote_cache_options& options) { return detail::set_remote(options); }
 
 }  // namespace fatpack

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/disk_cache.hpp"
+#include "remote/remote_cache.hpp"
 
 #include <memory>
 
@@ -13,5 +14,9 @@ namespace fatpack::detail {
 void wire_default_cache();
 // The installed disk cache, or null (none installed yet, disabled, or another cache installed).
 std::shared_ptr<cache::disk_cache> active_disk_cache();
+// The installed fleet cache layer, or null (none configured).
+std::shared_ptr<remote::remote_cache> active_remote_cache();
+// fatpack::set_cache_remote.
+status set_remote(const remote_cache_options& o);
 
 }  // namespace fatpack::detail

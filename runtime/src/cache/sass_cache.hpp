@@ -75,6 +75,12 @@ class sass_cache {
   virtual bool refresh_other_driver() const noexcept { return false; }
   // Called once per compile the JIT service runs (statistics).
   virtual void note_jit(double /*ms*/) noexcept {}
+  // Waits (at most `timeout_ms`; < 0: until done) for the cache's own background work, such as a
+  // remote layer's uploads (remote/remote_cache.hpp). True when none is left.
+  virtual bool flush(long /*timeout_ms*/) noexcept { return true; }
+  // The process is exiting (after the JIT service's own stores): waits for that work within the
+  // cache's own bound, and says so when some is lost.
+  virtual void flush_at_exit() noexcept {}
   virtual const char* name() const noexcept = 0;
 };
 

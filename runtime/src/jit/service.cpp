@@ -364,6 +364,13 @@ void jit_service::at_exit_flush() {
       if (!instance().flush_at_exit(exit_flush_ms))
         log_line(log_level::warn, "JIT cache: exiting with stores or background re-JITs still running after " +
                                       std::to_string(exit_flush_ms / 1000) + " s; they are lost");
+      // Then the cache's own background work (a fleet cache's uploads of what was just stored).
+      std::shared_ptr<sass_cache> installed;
+      {
+        std::lock_guard<std::mutex> lock(cache_mu());
+        installed = cache_slot();
+      }
+      if (installed && !instance().parents_work()) installed->flush_at_exit();
     });
   });
 }
@@ -598,8 +605,11 @@ void jit_service::compile_in_background(const jit_request& req, const jit_key& k
 
 void jit_service::wait_refreshes() {
   if (parents_work()) return;  // a fork() child: see flush_stores
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0; });
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0; });
+  }
+  get_sass_cache()->flush(-1);  // e.g. a fleet cache's uploads of what was just stored
 }
 
 result<jit_result> jit_service::wait(const std::shared_ptr<jit_task>& t) {
