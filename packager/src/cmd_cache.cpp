@@ -69,6 +69,8 @@ struct cache_args {
   bool json = false;
   bool repair = false;
   std::string max_size;
+  fatpack::detail::cache::remote_settings remote;  // push, pull
+  std::vector<std::string> targets, packages;  // pull
 };
 
 // Opens the cache the command works on: --path, else the per-user default the runtime uses.
@@ -169,6 +171,25 @@ int run_clear(const cache_args& a) {
   return exit_ok;
 }
 
+int run_push(const cache_args& a) {
+  auto c = open_cache(a, true);
+  if (!c) return failed(c.error());
+  auto r = fc::push_entries(**c, a.remote);
+  if (!r) return failed(r.error());
+  const std::string where = fc::redact_remote_url(a.remote.url);
+  if (a.json) {
+    print_json({{"path", (*c)->path()}, {"remote", where}, {"entries", r->entries}, {"uploaded", r->uploaded},
+                {"present", r->present}, {"invalid", r->invalid}, {"failed", r->failed}, {"problems", r->problems}});
+  } else {
+    for (const auto& p : r->problems) print_error(p);
+    std::printf("%s -> %s: %s, %llu uploaded, %llu already there, %llu invalid (not sent), %llu failed\n",
+                (*c)->path().c_str(), where.c_str(), count_of(r->entries, "valid entry", "valid entries").c_str(),
+                static_cast<unsigned long long>(r->uploaded), static_cast<unsigned long long>(r->present),
+                static_cast<unsigned long long>(r->invalid), static_cast<unsigned long long>(r->failed));
+  }
+  return r->failed ? exit_failure : exit_ok;
+}
+
 }  // namespace
 
 std::string cache_dir_argument(const std::string& path) {
@@ -203,6 +224,9 @@ command_runner add_cache_command(CLI::App& app) {
       {"verify", "Read and check every entry and the index; exit 1 if something is wrong (--repair removes it)"},
       {"prune", "Evict least recently used entries down to the size limit (or --max-size)"},
       {"clear", "Remove every entry"},
+      {"push", "Publish every valid entry to a fleet cache (--remote URL; signed with --key; docs/cache.md §12)"},
+      {"pull", "Copy from a fleet cache (--remote URL) the entries these packages need on --target GPUs (or the "
+               "GPUs present) with this driver; compiles nothing"},
   };
   for (const auto& s : subs) {
     CLI::App* c = cmd->add_subcommand(s.name, s.help);
@@ -212,6 +236,16 @@ command_runner add_cache_command(CLI::App& app) {
       c->add_flag("--repair", args->repair, "Remove bad entries and stray temporary files, rebuild a damaged index");
     if (std::string(s.name) == "prune")
       c->add_option("--max-size", args->max_size, "Keep at most this much (bytes, or 512M, 2G; default: the limit)");
+    if (std::string(s.name) == "push" || std::string(s.name) == "pull") {
+      c->add_option("--remote", args->remote.url, "The fleet cache: https://host/base or redis://host:port/db")->required();
+      add_remote_options(*c, args->remote);
+    }
+    if (std::string(s.name) == "pull") {
+      c->add_option("--target", args->targets, "GPUs to pull for: sm_86,sm_90 (default: the GPUs present)")
+          ->allow_extra_args(false)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      c->add_option("packages", args->packages, "Packages (.fpk) whose PTX modules' entries to pull")->required();
+    }
     c->callback([which, name = std::string(s.name)] { *which = name; });
   }
   return [args, which]() {
@@ -219,6 +253,8 @@ command_runner add_cache_command(CLI::App& app) {
     if (*which == "list") return run_list(*args);
     if (*which == "verify") return run_verify(*args);
     if (*which == "prune") return run_prune(*args);
+    if (*which == "push") return run_push(*args);
+    if (*which == "pull") return run_cache_pull(args->path, args->targets, args->packages, args->remote, args->json);
     return run_clear(*args);
   };
 }

@@ -7,6 +7,7 @@
 #include "tool.hpp"
 
 #include "fatpack/admin/cache_admin.hpp"
+#include "fatpack/fatpack.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,8 @@ struct warm_args {
   std::vector<std::string> targets;  // each --target: "sm_86,sm_100"
   std::vector<std::string> packages;
   bool quiet = false;
+  fatpack::detail::cache::remote_settings remote;  // --push URL (read-write); cache pull (read-only)
+  bool pull = false;                     // `cache pull`: look up and copy, never compile
 };
 
 // One line per item that says what happened; the selector's or the JIT's words for the why.
@@ -44,6 +47,12 @@ void print_item(const fc::warm_item& it) {
     case fc::warm_item::outcome::failed:
       std::printf("FAILED         %s: %s\n", what.c_str(), it.message.c_str());
       break;
+    case fc::warm_item::outcome::pulled:
+      std::printf("pulled         %s (%s) from the remote\n", what.c_str(), it.entry.c_str());
+      break;
+    case fc::warm_item::outcome::not_found:
+      std::printf("not found      %s (%s): %s\n", what.c_str(), it.entry.c_str(), it.message.c_str());
+      break;
   }
   std::fflush(stdout);
 }
@@ -60,6 +69,8 @@ void draw_progress(std::size_t done, std::size_t total, const std::string& label
 
 int run_warm(const warm_args& a) {
   fc::warm_options o;
+  o.remote = a.remote;
+  o.compile = !a.pull;
   if (!a.targets.empty()) {
     for (const auto& t : list_items(a.targets)) {
       auto cc = fc::parse_warm_target(t);
@@ -113,7 +124,7 @@ int run_warm(const warm_args& a) {
     print_error(runtime_error_text(items.error()));
     return exit_failure;
   }
-  std::size_t counts[5] = {};
+  std::size_t counts[7] = {};
   double jit_ms = 0;
   for (const auto& it : *items) {
     if (!a.quiet || it.result == fc::warm_item::outcome::failed) print_item(it);
@@ -121,10 +132,22 @@ int run_warm(const warm_args& a) {
     jit_ms += it.jit_ms;
   }
   using oc = fc::warm_item::outcome;
-  std::printf("%s: %zu compiled (%.0f ms of JIT), %zu already cached, %zu have SASS, %zu with nothing that fits, "
-              "%zu failed\n",
+  if (a.pull) {
+    std::printf("%s: %zu pulled, %zu already cached, %zu not in the remote, %zu have SASS, %zu with nothing that fits\n",
+                (*cache)->path().c_str(), counts[int(oc::pulled)], counts[int(oc::already_cached)],
+                counts[int(oc::not_found)], counts[int(oc::has_sass)], counts[int(oc::no_ptx)]);
+    return exit_ok;  // a miss is not a failure: the node compiles what the remote lacks
+  }
+  std::printf("%s: %zu compiled (%.0f ms of JIT), %zu already cached, %zu pulled, %zu have SASS, %zu with nothing "
+              "that fits, %zu failed\n",
               (*cache)->path().c_str(), counts[int(oc::compiled)], jit_ms, counts[int(oc::already_cached)],
-              counts[int(oc::has_sass)], counts[int(oc::no_ptx)], counts[int(oc::failed)]);
+              counts[int(oc::pulled)], counts[int(oc::has_sass)], counts[int(oc::no_ptx)], counts[int(oc::failed)]);
+  if (!a.remote.url.empty()) {
+    const auto st = fatpack::cache_stats();
+    std::printf("pushed to %s: %llu uploaded, %llu already there, %llu failed\n", fc::redact_remote_url(a.remote.url).c_str(),
+                static_cast<unsigned long long>(st.remote_uploads), static_cast<unsigned long long>(st.remote_present),
+                static_cast<unsigned long long>(st.remote_faults));
+  }
   return counts[int(oc::failed)] ? exit_failure : exit_ok;
 }
 
@@ -145,10 +168,41 @@ command_runner add_warm_command(CLI::App& app) {
       ->allow_extra_args(false)  // one list per --target: the packages after it are packages
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("-q,--quiet", args->quiet, "Print only failures and the summary line");
+  cmd->add_option("--push", args->remote.url,
+                  "Also publish to this fleet cache (https://host/base or redis://host:port/db): every entry warm "
+                  "compiled or found, signed with --key (docs/cache.md §12); entries the remote has are pulled "
+                  "instead of compiled");
+  add_remote_options(*cmd, args->remote);
   cmd->add_option("packages", args->packages,
                   "Packages (.fpk), or programs and libraries that embed packages (found as `inspect` finds them)")
       ->required();
-  return [args]() { return run_warm(*args); };
+  return [args]() {
+    args->remote.read_write = !args->remote.url.empty();
+    return run_warm(*args);
+  };
+}
+
+void add_remote_options(CLI::App& cmd, fatpack::detail::cache::remote_settings& o) {
+  cmd.add_option("--key", o.key_file,
+                 "Signing key file (>= 32 bytes, mode 0600; FATPACK_CACHE_REMOTE_KEY): uploads are signed with it "
+                 "and entries not signed with it are refused");
+  cmd.add_flag("--trust-all-writers", o.trust_all_writers,
+               "Write to a remote without a key: whoever can write the store can then run code on every node");
+  cmd.add_option("--credentials", o.credentials_file, "HTTP: a file with one line \"bearer TOKEN\" or \"basic USER:PASSWORD\"");
+  cmd.add_option("--ca-file", o.ca_file, "HTTPS: a CA bundle instead of the system's");
+  cmd.add_option("--timeout-ms", o.timeout_ms, "Per request, connect included (default 3000)");
+}
+
+int run_cache_pull(const std::string& path, const std::vector<std::string>& targets,
+                   const std::vector<std::string>& packages, const fatpack::detail::cache::remote_settings& remote, bool) {
+  warm_args a;
+  a.path = path;
+  a.targets = targets;
+  a.packages = packages;
+  a.remote = remote;
+  a.remote.read_write = false;
+  a.pull = true;
+  return run_warm(a);
 }
 
 }  // namespace fatpack::tool

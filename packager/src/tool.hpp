@@ -4,6 +4,8 @@
 // `fatpack: warning: ...`; exit 0 ok, 1 failure, 2 usage.
 #pragma once
 
+#include "fatpack/admin/cache_admin.hpp"
+
 #include "fatpack/core/error.hpp"
 #include "fatpack/core/hex.hpp"
 #include "fatpack/core/package.hpp"
@@ -64,6 +66,12 @@ command_runner add_split_ptx_command(CLI::App& app);
 // absolute directory it names.
 void add_cache_path_option(CLI::App& cmd, std::string& path);
 std::string cache_dir_argument(const std::string& path);
+// The fleet cache options shared by `cache push`, `cache pull` and `warm --push` (docs/cli.md): the
+// signing key, the opt-in for an unsigned remote, credentials, CA bundle, timeouts.
+void add_remote_options(CLI::App& cmd, fatpack::detail::cache::remote_settings& o);
+// `fatpack cache pull --remote URL [--path DIR] [--target ...] PACKAGE...` (cmd_warm.cpp).
+int run_cache_pull(const std::string& path, const std::vector<std::string>& targets,
+                   const std::vector<std::string>& packages, const fatpack::detail::cache::remote_settings& remote, bool json);
 
 // The items of a repeatable list option: every occurrence, each split at commas, empty items dropped
 // (`--gpu sm_86 --gpu sm_90,sm_120` -> sm_86, sm_90, sm_120).

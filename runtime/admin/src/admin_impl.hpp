@@ -4,6 +4,8 @@
 #include "fatpack/admin/cache_admin.hpp"
 #include "cache/store.hpp"
 
+#include "fatpack/fatpack.hpp"
+
 namespace fatpack::detail::cache {
 
 class admin_impl final : public admin {
@@ -22,5 +24,19 @@ class admin_impl final : public admin {
   std::string entry_problem_of(const cache_dir::file_item& it);
   std::shared_ptr<cache_dir> d_;
 };
+
+// The runtime's options for CLI settings.
+inline remote_cache_options to_options(const remote_settings& r) {
+  remote_cache_options o;
+  o.url = r.url;
+  o.read_write = r.read_write;
+  o.key_file = r.key_file;
+  o.trust_all_writers = r.trust_all_writers;
+  o.connect_timeout_ms = r.connect_timeout_ms;
+  o.timeout_ms = r.timeout_ms;
+  o.credentials_file = r.credentials_file;
+  o.ca_file = r.ca_file;
+  return o;
+}
 
 }  // namespace fatpack::detail::cache

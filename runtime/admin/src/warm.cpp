@@ -5,12 +5,15 @@
 // other than the device's is compiled through the driver's cross-target JIT (CU_JIT_TARGET).
 #include "admin_impl.hpp"
 
+#include "cache/directory.hpp"
 #include "cache/disk_cache.hpp"
 #include "jit/service.hpp"
 #include "load/selection.hpp"
 #include "platform/device.hpp"
 #include "platform/os.hpp"
 #include "registry/registry.hpp"
+#include "remote/remote_cache.hpp"
+#include "remote/remote_config.hpp"
 
 #include "fatpack/core/arch_table.hpp"
 
@@ -25,6 +28,8 @@ const char* outcome_name(warm_item::outcome o) noexcept {
     case warm_item::outcome::has_sass: return "has_sass";
     case warm_item::outcome::no_ptx: return "no_ptx";
     case warm_item::outcome::failed: return "failed";
+    case warm_item::outcome::pulled: return "pulled";
+    case warm_item::outcome::not_found: return "not_found";
   }
   return "failed";
 }
@@ -98,7 +103,19 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
       for (std::uint32_t t : targets) jobs.push_back({p, m, t});
 
   auto disk = disk_cache::over(impl.shared_dir());
-  scoped_cache installed(disk);
+  // With a remote: the runtime's own fleet layer over this directory (lookups, checks, signatures,
+  // uploads exactly as a program does them).
+  std::shared_ptr<remote::remote_cache> layer;
+  if (!options.remote.url.empty()) {
+    remote::remote_config cfg = remote::config_from_options(to_options(options.remote));
+    if (!cfg.problems.empty()) return error{errc::invalid_argument, 0, cfg.problems.front(), {}};
+    std::string why;
+    auto store = remote::open_store(cfg.store, why);
+    if (!store) return error{errc::invalid_argument, 0, why, {}};
+    layer = remote::remote_cache::over(disk, cfg, std::move(store), format_dir(cache.root()));
+  }
+  if (!options.compile && !layer) return error{errc::invalid_argument, 0, "pull: no remote URL", {}};
+  scoped_cache installed(layer ? std::shared_ptr<sass_cache>(layer) : std::shared_ptr<sass_cache>(disk));
   jit_service& jit = jit_service::instance();
   const policy pol = resolve_policy(std::nullopt);  // FATPACK_POLICY / CUDA_FORCE_PTX_JIT, as a load
 
@@ -131,8 +148,14 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
         req.module = j.module;
         req.target_arch = j.target;
         const jit_key key = jit.cache_key_for(req);
-        if (disk->find(key, false)) {
+        if (auto here = disk->find(key, false)) {
           it.result = warm_item::outcome::already_cached;
+          if (layer) layer->upload(key, core::byte_span(here->sass.data(), here->sass.size()));  // --push
+        } else if (layer && layer->find(key, false)) {
+          it.result = warm_item::outcome::pulled;  // copied into this directory by the layer's queue
+        } else if (!options.compile) {
+          it.result = warm_item::outcome::not_found;
+          it.message = "neither in " + cache.root() + " nor in " + remote::redact_url(options.remote.url);
         } else {
           auto r = jit.compile(req);
           if (!r) {
@@ -160,6 +183,10 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
     }
     items.push_back(std::move(it));
     if (options.progress) options.progress(items.back(), items.size(), jobs.size());
+  }
+  if (layer) {
+    jit.flush_stores();  // the stores queue the uploads
+    layer->flush(-1);    // uploads and local copies; each request is bounded by the timeouts
   }
   return items;
 }

@@ -390,6 +390,7 @@ struct cache_statistics {
   std::uint64_t remote_hits = 0;         // entries served by the remote (then copied locally)
   std::uint64_t remote_misses = 0;       // lookups the remote did not answer with a usable entry
   std::uint64_t remote_uploads = 0;      // entries this process published to the remote
+  std::uint64_t remote_present = 0;      // uploads not needed: the remote had the key already
   std::uint64_t remote_rejected = 0;     // remote entries refused (signature, key text, checksums)
   std::uint64_t remote_faults = 0;       // requests that failed (each one a miss)
   std::uint64_t remote_skipped = 0;      // lookups not sent: the remote is skipped after faults

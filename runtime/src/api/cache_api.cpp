@@ -68,35 +68,8 @@ std::shared_ptr<remote::remote_cache> active_remote_cache() {
 }
 
 status set_remote(const remote_cache_options& o) {
-  remote::remote_config c;
-  c.store.url = o.url;
-  c.read_write = o.read_write;
-  c.trust_all_writers = o.trust_all_writers;
-  c.store.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms ? o.connect_timeout_ms : 500);
-  c.store.transfer_timeout = std::chrono::milliseconds(o.timeout_ms ? o.timeout_ms : 3000);
-  c.lease = std::chrono::milliseconds(o.lease_ms);
-  c.store.ca_file = o.ca_file;
-  if (!o.key_file.empty()) {
-    c.key_file = o.key_file;
-    if (auto e = remote::read_key_file(o.key_file, c.key); !e.empty()) c.problems.push_back(e);
-  }
-  if (!o.credentials_file.empty())
-    if (auto e = remote::read_credentials_file(o.credentials_file, c.store); !e.empty()) c.problems.push_back(e);
-  remote::check_config(c);
-  if (!c.problems.empty()) {
-    std::string m = "set_cache_remote: " + c.problems.front();
-    return error{errc::invalid_argument, 0, m, {}};
-  }
-  if (!c.store.url.empty()) {
-    std::string why;
-    // The URL's form is checked now (the backend library is loaded at the first lookup).
-    const bool known = c.store.url.rfind("http://", 0) == 0 || c.store.url.rfind("https://", 0) == 0 ||
-                       c.store.url.rfind("redis://", 0) == 0;
-    if (!known)
-      return error{errc::invalid_argument, 0,
-                   "set_cache_remote: unsupported URL " + remote::redact_url(c.store.url) +
-                       " (expected http://, https:// or redis://)", {}};
-  }
+  remote::remote_config c = remote::config_from_options(o);
+  if (!c.problems.empty()) return error{errc::invalid_argument, 0, "set_cache_remote: " + c.problems.front(), {}};
   {
     std::lock_guard<std::mutex> g(remote_override_mu());
     remote_override() = c;
@@ -140,6 +113,7 @@ cache_statistics cache_stats() {
   s.remote_hits = r.hits;
   s.remote_misses = r.misses;
   s.remote_uploads = r.uploads;
+  s.remote_present = r.present;
   s.remote_rejected = r.rejected;
   s.remote_faults = r.faults;
   s.remote_skipped = r.skipped;

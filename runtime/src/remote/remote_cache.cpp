@@ -183,6 +183,10 @@ std::optional<cache_hit> remote_cache::find(const jit_key& key, bool allow_other
 
 void remote_cache::store(const jit_key& key, core::byte_span sass) noexcept {
   local_->store(key, sass);
+  upload(key, sass);
+}
+
+void remote_cache::upload(const jit_key& key, core::byte_span sass) noexcept {
   if (!cfg_.read_write) return;
   try {
     auto bytes = std::make_shared<std::vector<std::uint8_t>>(sass.begin(), sass.end());

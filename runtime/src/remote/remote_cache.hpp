@@ -59,6 +59,10 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   void flush_at_exit() noexcept override;
   const char* name() const noexcept override { return "remote"; }
 
+  // Queues the upload of `sass` under `key` (read-write remotes; publish-if-absent, signed when a
+  // key is configured). store() calls it after the local store; `fatpack warm --push` for entries
+  // that were cached already.
+  void upload(const jit_key& key, core::byte_span sass) noexcept;
   const std::shared_ptr<sass_cache>& local() const { return local_; }
   const remote_config& config() const { return cfg_; }
   std::string describe() const;  // "https://host/base (read-write, signed)"

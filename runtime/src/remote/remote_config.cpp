@@ -92,6 +92,29 @@ void check_config(remote_config& c) {
                          "code on this machine (docs/cache.md §12.4); the remote is not used");
 }
 
+remote_config config_from_options(const remote_cache_options& o) {
+  remote_config c;
+  c.store.url = o.url;
+  c.read_write = o.read_write;
+  c.trust_all_writers = o.trust_all_writers;
+  if (o.connect_timeout_ms) c.store.connect_timeout = std::chrono::milliseconds(o.connect_timeout_ms);
+  if (o.timeout_ms) c.store.transfer_timeout = std::chrono::milliseconds(o.timeout_ms);
+  c.lease = std::chrono::milliseconds(o.lease_ms);
+  c.store.ca_file = o.ca_file;
+  if (!o.key_file.empty()) {
+    c.key_file = o.key_file;
+    if (auto e = read_key_file(o.key_file, c.key); !e.empty()) c.problems.push_back(e);
+  }
+  if (!o.credentials_file.empty())
+    if (auto e = read_credentials_file(o.credentials_file, c.store); !e.empty()) c.problems.push_back(e);
+  const bool known = c.store.url.empty() || c.store.url.rfind("http://", 0) == 0 ||
+                     c.store.url.rfind("https://", 0) == 0 || c.store.url.rfind("redis://", 0) == 0;
+  if (!known)
+    c.problems.push_back("unsupported URL " + redact_url(c.store.url) + " (expected http://, https:// or redis://)");
+  check_config(c);
+  return c;
+}
+
 remote_config remote_config_from_env() {
   remote_config c;
   const char* url = os::getenv("FATPACK_CACHE_REMOTE");

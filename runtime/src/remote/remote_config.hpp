@@ -20,6 +20,8 @@
 
 #include "remote/remote_store.hpp"
 
+#include "fatpack/fatpack.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,6 +50,9 @@ std::string read_key_file(const std::string& path, std::string& key);
 // Reads a credentials file ("bearer TOKEN" or "basic USER:PASSWORD", one line; same file checks as
 // a key file). An error text, or "".
 std::string read_credentials_file(const std::string& path, store_settings& s);
+// The settings of fatpack::set_cache_remote (and the CLI's --remote options), checked: key and
+// credentials files read, check_config applied, the URL's scheme known. Problems go to `problems`.
+remote_config config_from_options(const remote_cache_options& o);
 // Checks a configuration's coherence: a read-write remote needs a key or trust_all_writers.
 void check_config(remote_config& c);
 

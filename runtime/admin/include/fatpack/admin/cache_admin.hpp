@@ -95,9 +95,26 @@ struct prune_result {
   std::uint64_t bytes_left = 0;
 };
 
+// A fleet cache for push, pull and warm --push: fatpack::remote_cache_options's fields (docs/cache.md
+// §12), as plain data for the CLI.
+struct remote_settings {
+  std::string url;                 // https://host/base, redis://host:port/db
+  bool read_write = false;
+  std::string key_file;            // signing key
+  bool trust_all_writers = false;  // write without a key
+  unsigned connect_timeout_ms = 0, timeout_ms = 0;  // 0: the defaults
+  std::string credentials_file, ca_file;
+};
+
 struct warm_options {
   // Targets as major*10+minor (86, 90, 100, 120). Empty: the CC of every GPU present.
   std::vector<std::uint32_t> targets;
+  // A fleet cache (docs/cache.md §12), url "" for none. `fatpack warm --push URL` (read_write):
+  // entries the remote has are pulled instead of compiled, and every entry warm compiled or found
+  // is uploaded. `fatpack cache pull` (compile = false): entries are only looked up, here then in
+  // the remote, and copied into this cache; nothing is compiled.
+  remote_settings remote;
+  bool compile = true;
   // Called after each item; `done` of `total`.
   std::function<void(const struct warm_item&, std::size_t done, std::size_t total)> progress;
 };
@@ -107,7 +124,9 @@ struct warm_item {
   std::string module;
   std::uint32_t target = 0;       // the CC compiled for
   std::string entry;              // the PTX entry used: "compute_80 (PTX ISA 9.0)"; empty if none
-  enum class outcome { compiled, already_cached, has_sass, no_ptx, failed } result = outcome::failed;
+  // pulled: copied from the remote (warm --push, cache pull); not_found: cache pull found it
+  // neither here nor in the remote.
+  enum class outcome { compiled, already_cached, has_sass, no_ptx, failed, pulled, not_found } result = outcome::failed;
   std::string message;            // why (selector's reason, or the JIT error)
   double jit_ms = 0;
 };
@@ -143,5 +162,20 @@ result<std::uint32_t> parse_warm_target(const std::string& text);
 // are items; the result is an error only when nothing can be done (no driver, unreadable package).
 result<std::vector<warm_item>> warm_packages(admin& cache, const std::vector<std::string>& package_files,
                                              const warm_options& options);
+
+// `fatpack cache push`: every valid entry of `cache` to the remote (`remote.url`, read-write
+// settings: a key, or trust_all_writers), publish-if-absent, signed with the key when there is one,
+// several at once. Entries that fail validation are not sent (they are counted as invalid).
+struct push_result {
+  std::uint64_t entries = 0;   // valid entries found
+  std::uint64_t uploaded = 0;  // written to the remote
+  std::uint64_t present = 0;   // the remote had them already
+  std::uint64_t invalid = 0;   // not sent: the entry failed validation
+  std::uint64_t failed = 0;    // the remote refused or did not answer
+  std::vector<std::string> problems;  // one line per failure or invalid entry (bounded)
+};
+result<push_result> push_entries(admin& cache, const remote_settings& remote);
+// A remote URL fit for output: user info, password and query replaced by "***".
+std::string redact_remote_url(const std::string& url);
 
 }  // namespace fatpack::detail::cache
