@@ -258,6 +258,7 @@ struct kernel_dump {
   std::vector<std::string> names;
   std::vector<double> ms;
   std::vector<std::vector<float>> out;
+  std::vector<bool> complete;  // the block held the whole tile: the results are comparable
 };
 
 bool read_dump(const std::string& path, kernel_dump& d) {
@@ -268,13 +269,15 @@ bool read_dump(const std::string& path, kernel_dump& d) {
     std::string name;
     double ms = 0;
     std::size_t count = 0;
-    if (!(s >> name >> ms >> count) || count > (1u << 24)) return false;
+    int complete = 0;
+    if (!(s >> name >> ms >> count >> complete) || count > (1u << 24)) return false;
     std::vector<float> v(count);
     if (!f.read(reinterpret_cast<char*>(v.data()), std::streamsize(count * 4))) return false;
     f.get();  // the newline after the floats
     d.names.push_back(name);
     d.ms.push_back(ms);
     d.out.push_back(std::move(v));
+    d.complete.push_back(complete == 1);
   }
   return !d.names.empty();
 }
@@ -306,10 +309,12 @@ void run_speed(const settings& s, tsv_writer& tsv) {
   for (std::size_t p = 0; p < dumps.size(); ++p) {
     const kernel_dump& d = dumps[p];
     double log_sum = 0, max_rel = 0, sum_ms = 0;
-    std::size_t within = 0, bitwise = 0, n = std::min(d.names.size(), base.names.size());
+    std::size_t within = 0, bitwise = 0, compared = 0, n = std::min(d.names.size(), base.names.size());
     for (std::size_t k = 0; k < n; ++k) {
       log_sum += std::log(d.ms[k] / base.ms[k]);
       sum_ms += d.ms[k];
+      if (!d.complete[k] || !base.complete[k] || d.out[k].size() != base.out[k].size()) continue;
+      ++compared;
       bool close = true, same = true;
       for (std::size_t i = 0; i < d.out[k].size() && i < base.out[k].size(); ++i) {
         const double a = base.out[k][i], b = d.out[k][i];
@@ -322,7 +327,8 @@ void run_speed(const settings& s, tsv_writer& tsv) {
       bitwise += same;
     }
     tsv.line({"K", paths[p].first, std::to_string(n), num(std::exp(log_sum / double(std::max<std::size_t>(n, 1))), 4),
-              std::to_string(within), std::to_string(bitwise), num(max_rel, 6), num(sum_ms, 4)});
+              std::to_string(within), std::to_string(bitwise), num(max_rel, 6), num(sum_ms, 4),
+              std::to_string(compared)});
   }
 }
 

@@ -11,7 +11,7 @@
 //           then every module (as fatpack_coldstart_bench). jits: fatpack::cache_stats().jits.
 //   speed   --path sass|driver|driver-split0|fatpack (--image FILE | --pkg PKG) --names PKG --dump FILE
 //           loads as above (untimed), then times every kernel with events (median of 10 launches)
-//           and writes "<kernel> <ms> <count>" and the output floats per kernel to FILE.
+//           and writes "<kernel> <ms> <count> <complete>" and the output floats per kernel to FILE.
 #include "suite.hpp"
 
 #include "fatpack/fatpack.hpp"
@@ -243,9 +243,14 @@ int speed(const options& o) {
   auto ev_record = entry<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
   auto ev_sync = entry<CUresult (*)(CUevent)>("cuEventSynchronize");
   auto ev_elapsed = entry<CUresult (*)(float*, CUevent, CUevent)>("cuEventElapsedTime");
-  const int n = 256, block = 256, grid = 528;
-  const std::size_t in_count = std::size_t(n) * 32, out_count = std::size_t(grid) * block;
-  std::vector<float> a(in_count), b(in_count), y(out_count);
+  auto func_attr = entry<CUresult (*)(int*, CUfunction_attribute, CUfunction)>("cuFuncGetAttribute");
+  // One wave of blocks; a block holds a kernel's whole tile (tile x tile threads: gen_kernels.py gives
+  // kernel k<i> tile 8 * (1 + i % 4)) so that every shared-memory element it reads was written. Where
+  // the compiled code cannot run that many threads, the block is smaller and the dump says so (its
+  // results read unwritten shared memory and are not compared).
+  const int n = 1024, grid = 132, max_block = 1024;
+  const std::size_t in_count = std::size_t(n) * 32, out_cap = std::size_t(grid) * max_block;
+  std::vector<float> a(in_count), b(in_count), y(out_cap);
   for (std::size_t i = 0; i < in_count; ++i) {
     a[i] = float((i * 7919) % 1000) / 1000.0f - 0.5f;
     b[i] = float((i * 104729) % 1000) / 1000.0f - 0.5f;
@@ -253,7 +258,7 @@ int speed(const options& o) {
   CUdeviceptr da = 0, db = 0, dy = 0;
   check(mem_alloc(&da, in_count * 4), "cuMemAlloc");
   check(mem_alloc(&db, in_count * 4), "cuMemAlloc");
-  check(mem_alloc(&dy, out_count * 4), "cuMemAlloc");
+  check(mem_alloc(&dy, out_cap * 4), "cuMemAlloc");
   check(htod(da, a.data(), in_count * 4), "cuMemcpyHtoD");
   check(htod(db, b.data(), in_count * 4), "cuMemcpyHtoD");
   CUevent e0 = nullptr, e1 = nullptr;
@@ -264,12 +269,19 @@ int speed(const options& o) {
   for (std::size_t m = 0; m < mods.size(); ++m) {
     const auto names = first(mods[m].kernels, o.kernels);
     for (std::size_t k = 0; k < names.size(); ++k) {
+      const int index = names[k].size() > 1 && names[k][0] == 'k' ? std::atoi(names[k].c_str() + 1) : 3;
+      const int tile = 8 * (1 + index % 4);
+      int limit = max_block;
+      check(func_attr(&limit, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fns[m][k]), "cuFuncGetAttribute");
+      const int block = std::min(tile * tile, limit);
+      const std::size_t out_count = std::size_t(grid) * std::size_t(block);
       int nn = n;
       void* args[] = {&dy, &da, &db, &nn};
       std::vector<double> times;
       for (int r = 0; r < 12; ++r) {
         check(ev_record(e0, nullptr), "cuEventRecord");
-        check(launch(fns[m][k], grid, 1, 1, block, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel(" + names[k] + ")");
+        check(launch(fns[m][k], grid, 1, 1, unsigned(block), 1, 1, 0, nullptr, args, nullptr),
+              "cuLaunchKernel(" + names[k] + ")");
         check(ev_record(e1, nullptr), "cuEventRecord");
         check(ev_sync(e1), "cuEventSynchronize");
         float ms = 0;
@@ -278,7 +290,8 @@ int speed(const options& o) {
       }
       std::sort(times.begin(), times.end());
       check(dtoh(y.data(), dy, out_count * 4), "cuMemcpyDtoH");
-      std::fprintf(out, "%s %.6f %zu\n", names[k].c_str(), times[times.size() / 2], out_count);
+      std::fprintf(out, "%s %.6f %zu %d\n", names[k].c_str(), times[times.size() / 2], out_count,
+                   block == tile * tile ? 1 : 0);
       std::fwrite(y.data(), 4, out_count, out);
       std::fputc('\n', out);
     }

@@ -5,7 +5,7 @@
 //   P case ms jits                the process that primed a hit case's cache
 //   X case reason                 a case that could not run here
 //   F case run                    a run that failed (its output went to stderr)
-//   K path kernels geomean within bitwise max_rel sum_ms   kernel speed per JIT path
+//   K path kernels geomean within bitwise max_rel sum_ms compared   kernel speed per JIT path
 #include "suite.hpp"
 
 #include <algorithm>
@@ -88,7 +88,7 @@ bool load(const std::string& path, data& d, std::string& error) {
     } else if (f[0] == "P" && f.size() >= 3) d.primes[f[1]] = f[2];
     else if (f[0] == "X" && f.size() >= 3) d.skips[f[1]] = f[2];
     else if (f[0] == "F" && f.size() >= 2) d.failures[f[1]]++;
-    else if (f[0] == "K" && f.size() >= 8) d.speed.push_back(f);
+    else if (f[0] == "K" && f.size() >= 9) d.speed.push_back(f);
   }
   return true;
 }
@@ -114,19 +114,24 @@ std::string ratio(const data& d, const case_def& c, double med) {
 }
 
 void table(std::string& md, const data& d, const std::string& group) {
-  md += "| case | what | runs | median | min - max | vs |\n|---|---|---|---|---|---|\n";
+  md += "| case | what | runs | median | min - max | vs | fatpack JITs |\n|---|---|---|---|---|---|---|\n";
   for (const auto& c : cases()) {
     if (c.group != group) continue;
     if (!d.samples.count(c.id)) {
-      md += "| `" + c.id + "` | " + c.what + " | 0 | " + no_data(d, c) + " | | |\n";
+      md += "| `" + c.id + "` | " + c.what + " | 0 | " + no_data(d, c) + " | | | |\n";
       continue;
     }
-    std::vector<double> ms;
-    for (const auto& s : d.samples.at(c.id)) ms.push_back(s.ms);
+    std::vector<double> ms, jits;
+    for (const auto& s : d.samples.at(c.id)) {
+      ms.push_back(s.ms);
+      if (s.jits >= 0) jits.push_back(double(s.jits));
+    }
     const double med = median(ms);
     const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+    // A fatpack case's compiles (cache_stats().jits, median): 0 for SASS and hits, else how many ran.
     md += "| `" + c.id + "` | " + c.what + " | " + runs_cell(c, ms.size()) + " | " + fmt_time(med) + " | " +
-          fmt_time(*lo) + " - " + fmt_time(*hi) + " | " + ratio(d, c, med) + " |\n";
+          fmt_time(*lo) + " - " + fmt_time(*hi) + " | " + ratio(d, c, med) + " | " +
+          (jits.empty() ? "" : fmt("%.0f", median(jits))) + " |\n";
   }
 }
 
@@ -153,7 +158,7 @@ void procs_table(std::string& md, const data& d) {
       }
     }
     std::string each;
-    for (double v : ss.back().each) each += (each.empty() ? "" : ", ") + fmt("%.0f", v);
+    for (double v : ss.back().each) each += (each.empty() ? "" : ", ") + fmt(v < 10 ? "%.1f" : "%.0f", v);
     const double med = median(wall);
     md += head + runs_cell(c, ss.size()) + " | " + fmt_time(med) + " | " + fmt("%.0f", median(jits)) +
           (c.fatpack_side ? "" : " (inferred)") + " | " + fmt("%.2f s", median(cpu)) + " | " + each + " | " +
@@ -170,8 +175,10 @@ void speed_table(std::string& md, const data& d) {
   md += "| JIT path | kernels | kernel time vs SASS (geomean) | results within 1e-3 (relative) of SASS | bitwise equal | "
         "largest relative difference | sum of kernel medians |\n|---|---|---|---|---|---|---|\n";
   for (const auto& k : d.speed)
-    md += "| " + k[1] + " | " + k[2] + " | " + fmt("%.4f", to_d(k[3])) + " | " + k[4] + " of " + k[2] + " | " + k[5] +
-          " of " + k[2] + " | " + fmt("%.2g", to_d(k[6])) + " | " + fmt("%.3f ms", to_d(k[7])) + " |\n";
+    md += "| " + k[1] + " | " + k[2] + " | " + fmt("%.4f", to_d(k[3])) + " | " + k[4] + " of " + k[8] + " | " + k[5] +
+          " of " + k[8] + " | " + fmt("%.2g", to_d(k[6])) + " | " + fmt("%.3f ms", to_d(k[7])) + " |\n";
+  md += "\nResults are compared where the block held the kernel's whole shared-memory tile (else it reads unwritten "
+        "shared memory); kernels use fast-math `__sinf`/FMA, so JIT paths may differ in the last bits.\n";
 }
 
 }  // namespace
