@@ -1,6 +1,8 @@
 // fatpack_suite, the child side: one fresh process times one case and prints "RESULT <ms> <jits>".
 // The clock starts after the primary context exists and stops when every kernel asked for can be
-// launched (cuModuleGetFunction / fatpack's function() succeeded); input files are read before it.
+// launched (cuModuleGetFunction / fatpack's function() succeeded); input files are read before it
+// (fatpack: add_package_file reads and validates the package, as an embedded one is registered
+// before main).
 //
 //   driver  (--image FILE | --ptx-from PKG) --names PKG [--kernels K] [--split0] [--all-modules]
 //           cuModuleLoadDataEx of the image (or of each module's PTX taken out of PKG), then
