@@ -29,6 +29,7 @@ LAYERS = [
     ("platform", "runtime/src/platform"),
     ("registry", "runtime/src/registry"),
     ("cache", "runtime/src/cache"),
+    ("remote", "runtime/src/remote"),
     ("jit", "runtime/src/jit"),
     ("load", "runtime/src/load"),
     ("api", "runtime/src/api"),
@@ -75,7 +76,7 @@ SHARED_PUBLIC = {
     "runtime/include/fatpack/policy.hpp": "core/rules",
     "runtime/include/fatpack/verdict.hpp": "core/rules",
 }
-FORBIDDEN_PUBLIC = re.compile(r"^(cuda|cuda_runtime|nvJitLink|nvrtc|lz4|zstd|xxhash)\b|^boost/")
+FORBIDDEN_PUBLIC = re.compile(r"^(cuda|cuda_runtime|nvJitLink|nvrtc|lz4|zstd|xxhash)\b|^(boost|curl|hiredis)/")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 
