@@ -198,6 +198,7 @@ TEST_CASE("fault servers: each is a fault within the timeout, never a hang") {
     CHECK(seconds_since(t0) < limit);
     CHECK(r.what == outcome::fault);
     CHECK(r.body.empty());
+    CHECK(r.message.find("truncated body") != std::string::npos);
     MESSAGE(r.message);
   }
   SUBCASE("(c) a proxy that truncates nginx's answer") {
@@ -209,6 +210,7 @@ TEST_CASE("fault servers: each is a fault within the timeout, never a hang") {
     CHECK(seconds_since(t0) < limit);
     CHECK(r.what == outcome::fault);
     CHECK(proxy.connections() >= 1);
+    CHECK(r.message.find("truncated body") != std::string::npos);
     MESSAGE(r.message);
   }
   SUBCASE("(d) 500, 401, 507, 302, 403: faults naming the status") {
@@ -242,7 +244,7 @@ TEST_CASE("fault servers: each is a fault within the timeout, never a hang") {
     const reply r = store->get(key);
     CHECK(seconds_since(t0) < limit);
     CHECK(r.what == outcome::fault);
-    CHECK(r.message.find("onnect") != std::string::npos);  // "Couldn't connect" / "Connection refused"
+    CHECK(r.message.find("Connection refused") != std::string::npos);
     MESSAGE(r.message);
     CHECK(store->put_if_absent(key, random_body(10)).what == outcome::fault);
   }

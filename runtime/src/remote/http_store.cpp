@@ -469,10 +469,18 @@ class http_store final : public remote_store {
       return false;
     }
     if (t.result != CURLE_OK) {
-      std::string what = api_->easy_strerror(t.result);
+      // libcurl's detailed text when it wrote one, its generic one otherwise; the system's reason
+      // for a failed connect ("Connection refused") when there is one.
+      std::string what = t.error[0] != '\0' ? std::string(t.error, ::strnlen(t.error, sizeof t.error))
+                                             : std::string(api_->easy_strerror(t.result));
       if (t.result == CURLE_OPERATION_TIMEDOUT)
-        what = "timed out (" + std::to_string(settings_.transfer_timeout.count()) + " ms)";
-      if (t.error[0] != '\0') what += ": " + std::string(t.error, ::strnlen(t.error, sizeof t.error));
+        what = "timed out (" + std::to_string(settings_.transfer_timeout.count()) + " ms): " + what;
+      if (t.result == CURLE_PARTIAL_FILE || t.result == CURLE_RECV_ERROR)  // a server killed mid-body, a cut proxy
+        what = "truncated body: " + what;
+      long os_errno = 0;
+      if (t.result == CURLE_COULDNT_CONNECT && api_->easy_getinfo(t.easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK &&
+          os_errno != 0)
+        what += " (" + std::string(std::strerror(static_cast<int>(os_errno))) + ")";
       r = fault(t, what);
       return false;
     }
