@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -377,6 +378,81 @@ TEST_CASE("8 threads get and put concurrently on one store") {
   CHECK(stored.load() >= 8);
   CHECK(hits.load() > 0);
   MESSAGE("stored " << stored.load() << " (8 keys; nginx ignores If-None-Match, so racing puts may both store), hits " << hits.load());
+}
+
+TEST_CASE("HTTPS: trusted through ca_file, refused without it") {
+  temp_dir certs;
+  std::string why;
+  if (!make_self_signed_certificate(certs.path(), why)) {
+    MESSAGE("HTTPS case skipped: " << why);
+    return;
+  }
+  nginx_server nginx(nginx_options{"", "", certs.path() + "/cert.pem", certs.path() + "/key.pem"});
+  REQUIRE(nginx.url().rfind("https://", 0) == 0);
+  store_settings s;
+  s.url = nginx.url();
+  s.ca_file = certs.path() + "/cert.pem";
+  auto store = open(s);
+  const std::string key = random_key();
+  const auto body = random_body(300000);
+  const reply p = store->put_if_absent(key, body);
+  INFO(p.message);
+  REQUIRE(p.what == outcome::stored);
+  CHECK(store->get(key).body == body);
+  // The system's CAs do not know this certificate: a fault, not a silent plain-text fallback.
+  s.ca_file.clear();
+  const reply r = open(s)->get(key);
+  CHECK(r.what == outcome::fault);
+  MESSAGE(r.message);
+  // Plain HTTP to the TLS port is a fault (nginx answers 400), never a hit.
+  CHECK(open("http://127.0.0.1:" + std::to_string(nginx.port()) + "/cache")->get(key).what == outcome::fault);
+}
+
+TEST_CASE("proxies come from the environment (http_proxy), their credentials never in a message") {
+  std::string seen;
+  std::mutex seen_mutex;
+  int answer = 404;
+  fault_server proxy(fault_server::status([&answer](const std::string&) { return answer; }, &seen, &seen_mutex));
+  const std::string proxy_password = "proxy-Pw-31337";
+  ::setenv("http_proxy", ("http://puser:" + proxy_password + "@127.0.0.1:" + std::to_string(proxy.port())).c_str(), 1);
+  ::setenv("no_proxy", "", 1);
+  const std::string key = random_key();
+  {
+    // A host that does not resolve: only the proxy can answer for it.
+    auto store = open("http://fleet-cache.invalid/cache");
+    CHECK(store->get(key).what == outcome::miss);
+    answer = 502;
+    const reply r = store->get(key);
+    CHECK(r.what == outcome::fault);
+    CHECK(r.message.find("HTTP 502") != std::string::npos);
+    CHECK(r.message.find(proxy_password) == std::string::npos);
+  }
+  ::unsetenv("http_proxy");
+  ::unsetenv("no_proxy");
+  std::lock_guard<std::mutex> lock(seen_mutex);
+  CHECK(seen.find("GET http://fleet-cache.invalid/cache/" + key + " HTTP/1.1") != std::string::npos);
+  CHECK(seen.find("Proxy-Authorization: Basic ") != std::string::npos);
+}
+
+TEST_CASE("figures: loopback GET latency (reported, not asserted)") {
+  nginx_server nginx;
+  auto store = open(nginx.url());
+  for (std::size_t size : {std::size_t(4096), std::size_t(1) << 20}) {
+    const std::string key = random_key();
+    REQUIRE(store->put_if_absent(key, random_body(size)).what == outcome::stored);
+    const int n = size < 100000 ? 200 : 40;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) REQUIRE(store->get(key).what == outcome::hit);
+    MESSAGE("GET hit of " << size << " bytes: " << seconds_since(t0) * 1e6 / n << " us each (" << n << " sequential)");
+  }
+  std::vector<std::string> keys;
+  for (int i = 0; i < 16; ++i) {
+    keys.push_back(random_key());
+    REQUIRE(store->put_if_absent(keys.back(), random_body(65536)).what == outcome::stored);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) REQUIRE(store->get_many(keys)[15].what == outcome::hit);
+  MESSAGE("get_many of 16 x 64 KiB: " << seconds_since(t0) * 1e3 / 20 << " ms each");
 }
 
 TEST_CASE("open_store and the settings: schemes, URLs, a missing libcurl") {

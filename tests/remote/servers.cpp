@@ -189,6 +189,10 @@ bool nginx_server::start(std::string& why) {
     write_text_file(d + "/htpasswd", options_.basic_user + ":{PLAIN}" + options_.basic_password + "\n");
     auth = "      auth_basic \"fatpack\";\n      auth_basic_user_file " + d + "/htpasswd;\n";
   }
+  const bool tls = !options_.tls_certificate.empty();
+  const std::string tls_lines = tls ? "    ssl_certificate " + options_.tls_certificate + ";\n    ssl_certificate_key " +
+                                          options_.tls_key + ";\n"
+                                    : "";
   config_ =
       "daemon off;\n"
       "master_process off;\n"
@@ -205,7 +209,7 @@ bool nginx_server::start(std::string& why) {
       "  uwsgi_temp_path " + d + "/tmp/uwsgi;\n"
       "  scgi_temp_path " + d + "/tmp/scgi;\n"
       "  server {\n"
-      "    listen 127.0.0.1:" + std::to_string(port_) + ";\n"
+      "    listen 127.0.0.1:" + std::to_string(port_) + (tls ? " ssl" : "") + ";\n" + tls_lines +
       "    root " + d + "/www;\n"
       "    location /cache/ {\n"
       "      dav_methods PUT DELETE;\n"
@@ -265,7 +269,37 @@ void nginx_server::kill_hard() {
   pid_ = -1;
 }
 
-std::string nginx_server::url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/cache"; }
+std::string nginx_server::url() const {
+  return (options_.tls_certificate.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port_) +
+         "/cache";
+}
+
+bool make_self_signed_certificate(const std::string& dir, std::string& why) {
+  const std::string openssl = find_program("openssl");
+  if (openssl.empty()) {
+    why = "openssl not found";
+    return false;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open((dir + "/openssl.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    const std::string key = dir + "/key.pem", cert = dir + "/cert.pem";
+    ::execl(openssl.c_str(), "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", key.c_str(), "-out", cert.c_str(), "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    why = "openssl req failed: " + read_text_file(dir + "/openssl.log");
+    return false;
+  }
+  return true;
+}
 
 std::string nginx_server::file_of(const std::string& key) const { return dir_.path() + "/www/cache/" + key; }
 

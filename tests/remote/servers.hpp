@@ -45,7 +45,13 @@ void write_text_file(const std::string& path, const std::string& text);
 struct nginx_options {
   // Non-empty: the location asks for HTTP basic authentication with this user (a {PLAIN} htpasswd).
   std::string basic_user, basic_password;
+  // Non-empty: HTTPS with this certificate and key (PEM files); url() says https://.
+  std::string tls_certificate, tls_key;
 };
+
+// A self-signed certificate for 127.0.0.1 (P-256, one day) made by the openssl program into `dir`
+// (cert.pem, key.pem); false and `why` when openssl is not installed or fails.
+bool make_self_signed_certificate(const std::string& dir, std::string& why);
 
 // nginx on 127.0.0.1:<free port>, serving and accepting PUTs under /cache/ (WebDAV, nginx's `root`
 // form: `alias` fails on nested paths), single process (`master_process off`: SIGKILL of that one
@@ -60,7 +66,7 @@ class nginx_server {
   nginx_server& operator=(const nginx_server&) = delete;
 
   int port() const { return port_; }
-  std::string url() const;                             // http://127.0.0.1:<port>/cache
+  std::string url() const;                             // http(s)://127.0.0.1:<port>/cache
   std::string file_of(const std::string& key) const;   // where nginx keeps <url>/<key>
   const std::string& config() const { return config_; }
   pid_t pid() const { return pid_; }

@@ -31,6 +31,7 @@ constexpr std::size_t k_idle_multis = 8;            // multi handles (and their 
 constexpr long k_parallel_per_host = 16;            // a get_many of more keys queues the rest
 constexpr std::chrono::milliseconds k_grace{250};   // past the transfer timeout, our own deadline stops curl
 constexpr std::size_t k_max_key = 200;
+constexpr std::uint64_t k_max_reserve = 64ull << 20;  // past this a body grows as it comes
 
 // The libcurl entry points fatpack calls, typed from <curl/curl.h>. Filled once, then read-only.
 struct curl_api {
@@ -182,6 +183,14 @@ extern "C" std::size_t write_body(char* data, std::size_t size, std::size_t coun
   if (n > t->max_body - std::min<std::uint64_t>(t->max_body, t->body.size())) {
     t->too_large = true;
     return 0;
+  }
+  if (t->body.empty() && n > 0) {
+    // One allocation for a body that says its length (bounded: MAXFILESIZE already refused one over
+    // max_body, and a declared length that never comes costs untouched pages at most).
+    curl_off_t declared = -1;
+    if (t->api->easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) == CURLE_OK && declared > 0)
+      t->body.reserve(static_cast<std::size_t>(
+          std::min<std::uint64_t>({static_cast<std::uint64_t>(declared), t->max_body, k_max_reserve})));
   }
   t->body.insert(t->body.end(), data, data + n);
   return n;
