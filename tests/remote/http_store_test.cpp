@@ -319,6 +319,28 @@ TEST_CASE("basic authentication against nginx; the password is never in a messag
   }
 }
 
+TEST_CASE("nginx with anonymous reads and authenticated writes (limit_except GET HEAD), the docs' example") {
+  nginx_options o;
+  o.basic_user = "writer";
+  o.basic_password = "w-Pa55";
+  o.authenticate_writes_only = true;
+  nginx_server nginx(o);
+  MESSAGE("nginx.conf:\n" << nginx.config());
+  const std::string key = random_key();
+  const auto body = random_body(5000);
+  auto reader = open(nginx.url());
+  const reply refused = reader->put_if_absent(key, body);
+  CHECK(refused.what == outcome::fault);
+  CHECK(refused.message.find("PUT " + key + ": HTTP 401") != std::string::npos);
+  store_settings s;
+  s.url = nginx.url();
+  s.basic_user = o.basic_user;
+  s.basic_password = o.basic_password;
+  CHECK(open(s)->put_if_absent(key, body).what == outcome::stored);
+  CHECK(reader->get(key).body == body);
+  CHECK(reader->put_if_absent(key, body).what == outcome::exists);  // the anonymous HEAD finds it
+}
+
 TEST_CASE("a bearer token is sent as Authorization: Bearer and never in a message") {
   const std::string token = "tok-9f8e7d6c5b4a";
   std::string seen;
@@ -387,7 +409,7 @@ TEST_CASE("HTTPS: trusted through ca_file, refused without it") {
     MESSAGE("HTTPS case skipped: " << why);
     return;
   }
-  nginx_server nginx(nginx_options{"", "", certs.path() + "/cert.pem", certs.path() + "/key.pem"});
+  nginx_server nginx(nginx_options{"", "", false, certs.path() + "/cert.pem", certs.path() + "/key.pem"});
   REQUIRE(nginx.url().rfind("https://", 0) == 0);
   store_settings s;
   s.url = nginx.url();

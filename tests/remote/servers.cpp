@@ -187,7 +187,8 @@ bool nginx_server::start(std::string& why) {
   if (!options_.basic_user.empty()) {
     // {PLAIN}: nginx's htpasswd scheme for a clear-text password (no htpasswd/openssl needed).
     write_text_file(d + "/htpasswd", options_.basic_user + ":{PLAIN}" + options_.basic_password + "\n");
-    auth = "      auth_basic \"fatpack\";\n      auth_basic_user_file " + d + "/htpasswd;\n";
+    auth = "auth_basic \"fatpack\"; auth_basic_user_file " + d + "/htpasswd;";
+    auth = options_.authenticate_writes_only ? "      limit_except GET HEAD { " + auth + " }\n" : "      " + auth + "\n";
   }
   const bool tls = !options_.tls_certificate.empty();
   const std::string tls_lines = tls ? "    ssl_certificate " + options_.tls_certificate + ";\n    ssl_certificate_key " +

@@ -45,6 +45,8 @@ void write_text_file(const std::string& path, const std::string& text);
 struct nginx_options {
   // Non-empty: the location asks for HTTP basic authentication with this user (a {PLAIN} htpasswd).
   std::string basic_user, basic_password;
+  // With basic_user: only writes ask for it (`limit_except GET HEAD`), reads stay anonymous.
+  bool authenticate_writes_only = false;
   // Non-empty: HTTPS with this certificate and key (PEM files); url() says https://.
   std::string tls_certificate, tls_key;
 };
