@@ -11,7 +11,7 @@ Rules beyond the order:
   - packager/ (the CLI) never includes runtime/src: it reaches the cache through runtime/admin.
   - core/ includes nothing of runtime/ or packager/, except the dependency-free public headers in
     SHARED_PUBLIC (fatpack/policy.hpp: the policy enum the API and the selector share).
-  - public headers (runtime/include, core/include) include no CUDA, Boost or LZ4 header.
+  - public headers (runtime/include, core/include) include no CUDA, Boost, compression, curl or hiredis header.
 """
 import os
 import re
