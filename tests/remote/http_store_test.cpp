@@ -17,6 +17,9 @@
 #include <random>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace fatpack::detail::remote;
 using namespace fatpack::test::remote;
 using std::chrono::milliseconds;
@@ -400,6 +403,38 @@ TEST_CASE("8 threads get and put concurrently on one store") {
   CHECK(stored.load() >= 8);
   CHECK(hits.load() > 0);
   MESSAGE("stored " << stored.load() << " (8 keys; nginx ignores If-None-Match, so racing puts may both store), hits " << hits.load());
+}
+
+TEST_CASE("a fork() child opens its own connections (the parent's pooled ones are not shared)") {
+  nginx_server nginx;
+  auto store = open(nginx.url());
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::uint8_t>> bodies;
+  for (int i = 0; i < 4; ++i) {
+    keys.push_back(random_key());
+    bodies.push_back(random_body(50000 + static_cast<std::size_t>(i)));
+    REQUIRE(store->put_if_absent(keys.back(), bodies.back()).what == outcome::stored);
+  }
+  REQUIRE(store->get_many(keys).size() == 4);  // the pool now holds open connections
+  const pid_t child = ::fork();
+  if (child == 0) {
+    int bad = 0;
+    for (int round = 0; round < 20; ++round) {
+      const auto replies = store->get_many(keys);
+      for (std::size_t i = 0; i < keys.size(); ++i) bad += replies[i].what != outcome::hit || replies[i].body != bodies[i];
+    }
+    ::_exit(bad == 0 ? 0 : 1);
+  }
+  int bad = 0;
+  for (int round = 0; round < 20; ++round) {
+    const auto replies = store->get_many(keys);
+    for (std::size_t i = 0; i < keys.size(); ++i) bad += replies[i].what != outcome::hit || replies[i].body != bodies[i];
+  }
+  int status = -1;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(bad == 0);
 }
 
 TEST_CASE("HTTPS: trusted through ca_file, refused without it") {

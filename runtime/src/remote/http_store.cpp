@@ -225,7 +225,8 @@ class http_store final : public remote_store {
   }
 
   ~http_store() override {
-    for (CURLM* m : idle_) api_->multi_cleanup(m);
+    if (pool_pid_ == os::process_id())
+      for (CURLM* m : idle_) api_->multi_cleanup(m);
   }
 
   std::vector<reply> get_many(const std::vector<std::string>& keys) noexcept override {
@@ -381,6 +382,13 @@ class http_store final : public remote_store {
   CURLM* take_multi() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      // In a fork() child the pooled connections are the parent's sockets too: two processes on one
+      // connection would read each other's answers. The child forgets them (never cleaned up here:
+      // that could shut down the parent's TLS sessions) and opens its own.
+      if (const int pid = os::process_id(); pid != pool_pid_) {
+        idle_.clear();
+        pool_pid_ = pid;
+      }
       if (!idle_.empty()) {
         CURLM* m = idle_.back();
         idle_.pop_back();
@@ -395,7 +403,7 @@ class http_store final : public remote_store {
   void give_multi(CURLM* m) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (idle_.size() < k_idle_multis) {
+      if (idle_.size() < k_idle_multis && pool_pid_ == os::process_id()) {
         idle_.push_back(m);
         return;
       }
@@ -408,13 +416,14 @@ class http_store final : public remote_store {
   // deadline (transfer timeout and a little) bounds the whole call, queued transfers included.
   void run(std::vector<std::unique_ptr<transfer>>& ts) {
     const auto deadline = clock_type::now() + settings_.transfer_timeout + k_grace;
+    std::vector<transfer*> added;
+    added.reserve(ts.size());  // before the multi is taken: nothing below throws
     CURLM* m = take_multi();
     if (!m) {
       for (auto& t : ts)
         if (t->setup_fault.empty()) t->setup_fault = "libcurl could not make a multi handle";
       return;
     }
-    std::vector<transfer*> added;
     for (auto& t : ts) {
       if (!t->setup_fault.empty()) continue;
       if (const CURLMcode mc = api_->multi_add(m, t->easy); mc != CURLM_OK) {
@@ -518,6 +527,7 @@ class http_store final : public remote_store {
   std::vector<std::string> secrets_;
   std::mutex mutex_;            // guards idle_
   std::vector<CURLM*> idle_;    // multi handles no call is using
+  int pool_pid_ = os::process_id();  // the process whose connections idle_ holds
 };
 
 std::unique_ptr<remote_store> make_store(std::shared_ptr<const curl_api> api, const store_settings& s,
