@@ -160,6 +160,7 @@ struct transfer {
   std::uint64_t max_body = 0;
   std::vector<std::uint8_t> body;
   bool too_large = false;
+  bool out_of_memory = false;
   const std::vector<std::uint8_t>* upload = nullptr;
   std::size_t upload_pos = 0;
   char error[CURL_ERROR_SIZE] = {};
@@ -184,22 +185,27 @@ extern "C" std::size_t write_body(char* data, std::size_t size, std::size_t coun
     t->too_large = true;
     return 0;
   }
-  if (t->body.empty() && n > 0) {
-    // One allocation for a body that says its length (bounded: MAXFILESIZE already refused one over
-    // max_body, and a declared length that never comes costs untouched pages at most).
-    curl_off_t declared = -1;
-    if (t->api->easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) == CURLE_OK && declared > 0)
-      t->body.reserve(static_cast<std::size_t>(
-          std::min<std::uint64_t>({static_cast<std::uint64_t>(declared), t->max_body, k_max_reserve})));
+  try {  // no exception may cross libcurl's C frames
+    if (t->body.empty() && n > 0) {
+      // One allocation for a body that says its length (bounded: MAXFILESIZE already refused one over
+      // max_body, and a declared length that never comes costs untouched pages at most).
+      curl_off_t declared = -1;
+      if (t->api->easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) == CURLE_OK && declared > 0)
+        t->body.reserve(static_cast<std::size_t>(
+            std::min<std::uint64_t>({static_cast<std::uint64_t>(declared), t->max_body, k_max_reserve})));
+    }
+    t->body.insert(t->body.end(), data, data + n);
+  } catch (...) {
+    t->out_of_memory = true;
+    return 0;
   }
-  t->body.insert(t->body.end(), data, data + n);
   return n;
 }
 
 extern "C" std::size_t read_upload(char* buffer, std::size_t size, std::size_t count, void* user) {
   auto* t = static_cast<transfer*>(user);
   const std::size_t n = std::min(size * count, t->upload->size() - t->upload_pos);
-  std::memcpy(buffer, t->upload->data() + t->upload_pos, n);
+  if (n > 0) std::memcpy(buffer, t->upload->data() + t->upload_pos, n);
   t->upload_pos += n;
   return n;
 }
@@ -480,6 +486,10 @@ class http_store final : public remote_store {
     }
     if (!t.done) {
       r = fault(t, "no answer within " + std::to_string(settings_.transfer_timeout.count()) + " ms (timed out)");
+      return false;
+    }
+    if (t.out_of_memory) {
+      r = fault(t, "out of memory for the body");
       return false;
     }
     if (t.too_large || t.result == CURLE_FILESIZE_EXCEEDED) {
