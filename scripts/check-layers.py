@@ -11,7 +11,7 @@ Rules beyond the order:
   - packager/ (the CLI) never includes runtime/src: it reaches the cache through runtime/admin.
   - core/ includes nothing of runtime/ or packager/, except the dependency-free public headers in
     SHARED_PUBLIC (fatpack/policy.hpp: the policy enum the API and the selector share).
-  - public headers (runtime/include, core/include) include no CUDA, Boost or LZ4 header.
+  - public headers (runtime/include, core/include) include no CUDA, Boost, compression, curl or hiredis header.
 """
 import os
 import re
@@ -76,7 +76,7 @@ SHARED_PUBLIC = {
     "runtime/include/fatpack/policy.hpp": "core/rules",
     "runtime/include/fatpack/verdict.hpp": "core/rules",
 }
-FORBIDDEN_PUBLIC = re.compile(r"^(cuda|cuda_runtime|nvJitLink|nvrtc|lz4|zstd|xxhash)\b|^boost/")
+FORBIDDEN_PUBLIC = re.compile(r"^(cuda|cuda_runtime|nvJitLink|nvrtc|lz4|zstd|xxhash)\b|^(boost|curl|hiredis)/")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 
