@@ -306,18 +306,33 @@ TEST_CASE("remote entries that are wrong are misses: unsigned, other key, anothe
       {"garbage", rk, std::vector<std::uint8_t>(5000, 0xee), k},
       {"sm_90 entry under the sm_80 key", rk80, seal(rk80, *good_entry, test_key), k80},
   };
+  int n = 0;
   for (const auto& c : cases) {
     CAPTURE(c.what);
     store->data.clear();
     store->data[c.key] = c.body;
+    auto node = make_node("wrong_" + std::to_string(n++), store);  // a fresh process: no remembered miss
     auto rejected0 = counters().rejected.load();
-    CHECK_FALSE(b.layer->find(c.lookup, true));
+    CHECK_FALSE(node.layer->find(c.lookup, true));
     CHECK(counters().rejected == rejected0 + 1);
   }
   // The good one passes (the checks above are not refusing everything).
   store->data.clear();
   store->data[rk] = seal(rk, *good_entry, test_key);
   CHECK(b.layer->find(k, true));
+}
+
+TEST_CASE("a remote miss is asked once: the lookup after the cross-process lock does not ask again") {
+  auto store = std::make_shared<memory_store>();
+  auto a = make_node("once", store);
+  const jit_key k = key_for(0x5a);
+  CHECK_FALSE(a.layer->find(k, true));
+  auto g = a.layer->begin_compile(k);
+  CHECK_FALSE(a.layer->find(k, true));
+  CHECK(store->gets == 1);
+  // Another key is asked.
+  CHECK_FALSE(a.layer->find(key_for(0x5b), true));
+  CHECK(store->gets == 2);
 }
 
 TEST_CASE("faults are misses; after three in a row every process sharing the directory skips the remote") {

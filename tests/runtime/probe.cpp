@@ -6,7 +6,7 @@
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
 //                         [--warm] [devices] [load MODULE]...
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
-//                         [fork MODULE] [rewrite FILE SIZE] [sleep MS]
+//                         [remote-stats] [libs] [fork MODULE] [rewrite FILE SIZE] [sleep MS]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -195,6 +195,25 @@ int main(int argc, char** argv) {
                   (unsigned long long)st.refreshes, (unsigned long long)st.upgrades, (unsigned long long)st.stores, (unsigned long long)st.rejected,
                   (unsigned long long)st.evictions, (unsigned long long)st.waited, (unsigned long long)st.bytes_read,
                   (unsigned long long)st.bytes_written, (unsigned long long)st.io_errors, info.prebuilt.size());
+    } else if (a == "remote-stats") {
+      auto st = fatpack::cache_stats();
+      std::printf("remote hits=%llu misses=%llu uploads=%llu present=%llu rejected=%llu faults=%llu skipped=%llu "
+                  "lease_waits=%llu described=%s\n",
+                  (unsigned long long)st.remote_hits, (unsigned long long)st.remote_misses,
+                  (unsigned long long)st.remote_uploads, (unsigned long long)st.remote_present,
+                  (unsigned long long)st.remote_rejected, (unsigned long long)st.remote_faults,
+                  (unsigned long long)st.remote_skipped, (unsigned long long)st.remote_lease_waits,
+                  fatpack::cache_status().remote.empty() ? "none" : "yes");
+    } else if (a == "libs") {
+      // Which fleet cache client libraries this process has mapped (they are dlopen-ed on use only).
+      std::ifstream maps("/proc/self/maps");
+      std::string line;
+      bool curl = false, hiredis = false;
+      while (std::getline(maps, line)) {
+        curl = curl || line.find("libcurl") != std::string::npos;
+        hiredis = hiredis || line.find("libhiredis") != std::string::npos;
+      }
+      std::printf("libs curl=%d hiredis=%d\n", curl ? 1 : 0, hiredis ? 1 : 0);
     } else if (a == "fork") {
       const std::string module = next();
       std::fflush(stdout);

@@ -8,6 +8,7 @@
 #include "remote/signature.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <unistd.h>
 
@@ -23,6 +24,9 @@ constexpr int breaker_threshold = 3;
 constexpr std::chrono::seconds breaker_cool_down{60};
 // How often a node waiting for another node's lease looks for its entry.
 constexpr std::chrono::milliseconds lease_poll{200};
+// How long a remote miss stands for the same key in this process (the lookups around the JIT
+// service's lock, a second load of the module).
+constexpr std::chrono::seconds recent_miss_ttl{10};
 
 // "<host>:<pid>:<n>": n tells apart two layers of one process (each holds its own leases).
 std::string lease_owner() {
@@ -125,22 +129,36 @@ void remote_cache::on_fault(const std::string& what) {
 }
 
 std::optional<std::vector<std::uint8_t>> remote_cache::fetch(const jit_key& key) {
+  const cache::full_key k = cache::make_full_key(key);
+  const std::string rkey = remote_key(k);
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g(recent_mu_);
+    auto it = recent_misses_.find(rkey);
+    if (it != recent_misses_.end() && now - it->second < recent_miss_ttl) return std::nullopt;
+    if (recent_misses_.size() > 4096) recent_misses_.clear();  // bounded; a forgotten miss costs one request
+  }
+  auto remember_miss = [&] {
+    std::lock_guard<std::mutex> g(recent_mu_);
+    recent_misses_[rkey] = now;
+  };
   if (breaker_.skipping()) {
     counters().skipped++;
+    remember_miss();
     return std::nullopt;
   }
   remote_store* s = store_or_null();
   if (!s) return std::nullopt;
-  const cache::full_key k = cache::make_full_key(key);
-  const std::string rkey = remote_key(k);
   reply r = s->get(rkey);
   if (r.what == outcome::fault) {
     on_fault(r.message);
+    remember_miss();
     return std::nullopt;
   }
   breaker_.success();
   if (r.what != outcome::hit) {
     counters().misses++;
+    remember_miss();
     return std::nullopt;
   }
   std::string why;
@@ -155,6 +173,7 @@ std::optional<std::vector<std::uint8_t>> remote_cache::fetch(const jit_key& key)
   if (!cubin) {
     counters().rejected++;
     counters().misses++;
+    remember_miss();
     warn_once("rejected", "JIT cache: fleet cache " + redact_url(cfg_.store.url) + ": entry " + rkey +
                               " refused: " + why + "; treated as a miss");
     return std::nullopt;
@@ -247,7 +266,11 @@ std::unique_ptr<compile_guard> remote_cache::begin_compile(const jit_key& key) n
     while (std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(lease_poll);
       reply e = s->get_many({rkey}).at(0);
-      if (e.what == outcome::hit) break;  // the caller looks the key up again: a remote hit
+      if (e.what == outcome::hit) {  // the caller looks the key up again: a remote hit
+        std::lock_guard<std::mutex> g(recent_mu_);
+        recent_misses_.erase(rkey);
+        break;
+      }
       if (e.what == outcome::fault) {
         on_fault(e.message);
         break;
@@ -262,6 +285,23 @@ std::unique_ptr<compile_guard> remote_cache::begin_compile(const jit_key& key) n
   return local;
 }
 
+namespace {
+
+// Every queue of this process, for the exit flush: a process that loaded remote hits and exits at
+// once still leaves their local copies (and its uploads) behind, bounded by each remote's
+// FATPACK_CACHE_REMOTE_EXIT_FLUSH_MS. (The JIT service's own exit handler then flushes again after
+// its stores, which queue uploads.)
+std::mutex& queues_mu() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::weak_ptr<void>>& queues() {
+  static std::vector<std::weak_ptr<void>> v;
+  return v;
+}
+
+}  // namespace
+
 void remote_cache::enqueue(std::function<void()> task, std::size_t bytes) {
   const int me = static_cast<int>(::getpid());
   std::unique_lock<std::mutex> g(q_->mu);
@@ -273,6 +313,13 @@ void remote_cache::enqueue(std::function<void()> task, std::size_t bytes) {
       g = std::unique_lock<std::mutex>(q_->mu);
     }
     q_->pid = me;
+    q_->exit_flush = cfg_.exit_flush;
+    {
+      std::lock_guard<std::mutex> lg(queues_mu());
+      queues().push_back(std::static_pointer_cast<void>(q_));
+      static std::once_flag registered;
+      std::call_once(registered, [] { std::atexit(&remote_cache::flush_queues_at_exit); });
+    }
     auto q = q_;
     std::thread([q] {
       std::unique_lock<std::mutex> l(q->mu);
@@ -306,6 +353,21 @@ void remote_cache::enqueue(std::function<void()> task, std::size_t bytes) {
     q->bytes -= bytes;
   });
   q_->cv.notify_one();
+}
+
+void remote_cache::flush_queues_at_exit() {
+  std::vector<std::shared_ptr<queue_state>> live;
+  {
+    std::lock_guard<std::mutex> g(queues_mu());
+    for (auto& w : queues())
+      if (auto p = w.lock()) live.push_back(std::static_pointer_cast<queue_state>(p));
+  }
+  const int me = static_cast<int>(::getpid());
+  for (auto& q : live) {
+    std::unique_lock<std::mutex> l(q->mu);
+    if (q->pid != me) continue;  // a fork() child: the parent's queue
+    q->idle.wait_for(l, q->exit_flush, [&] { return q->tasks.empty() && q->running == 0; });
+  }
 }
 
 bool remote_cache::flush(long timeout_ms) noexcept {

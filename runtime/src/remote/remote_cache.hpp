@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -76,6 +77,7 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   void on_fault(const std::string& what);
   // Runs `task` on the layer's one background thread (uploads, local writes of remote hits).
   void enqueue(std::function<void()> task, std::size_t bytes);
+  static void flush_queues_at_exit();
   void worker_loop();
 
   std::shared_ptr<sass_cache> local_;
@@ -96,8 +98,14 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
     int running = 0;
     bool stop = false;
     int pid = 0;  // the process whose thread serves the queue (a fork() child starts its own)
+    std::chrono::milliseconds exit_flush{5000};
   };
   std::shared_ptr<queue_state> q_;
+  // Keys the remote just did not have (or could not be asked for): the JIT service looks a key up
+  // twice around its cross-process lock, and the second lookup should not cost a second request.
+  // A lease wait that ends with the entry published forgets the key.
+  std::mutex recent_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> recent_misses_;
 };
 
 // The default cache of the runtime with the environment's remote, if one is configured
