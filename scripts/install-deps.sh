@@ -4,7 +4,10 @@
 set -euo pipefail
 
 packages=(cmake ninja-build pkg-config g++ python3 python3-pip
-          libboost-dev liblz4-dev libzstd-dev doctest-dev libxxhash-dev libcli11-dev nlohmann-json3-dev)
+          libboost-dev liblz4-dev libzstd-dev doctest-dev libxxhash-dev libcli11-dev nlohmann-json3-dev
+          # the fleet cache (docs/cache.md §12): client headers to build (the libraries are dlopen-ed),
+          # and the real servers its tests start on loopback
+          libcurl4-openssl-dev libhiredis-dev nginx-light redis-server openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
