@@ -29,6 +29,7 @@ LAYERS = [
     ("platform", "runtime/src/platform"),
     ("registry", "runtime/src/registry"),
     ("cache", "runtime/src/cache"),
+    ("remote", "runtime/src/remote"),
     ("jit", "runtime/src/jit"),
     ("load", "runtime/src/load"),
     ("api", "runtime/src/api"),
