@@ -743,15 +743,26 @@ class redis_store final : public remote_store {
         err = "cannot buffer the reply (out of memory)";
         return nullptr;
       }
+      // Parse what has come at every step: hiredis then keeps only the incomplete value in its raw
+      // buffer, not the whole reply next to the values it has parsed (an MGET of 16 values of 1 MiB
+      // peaks near 17 MiB instead of 33).
+      void* raw = nullptr;
+      if (api_->get_reply(c->reader, &raw) != REDIS_OK) {
+        err = "a malformed reply (protocol error)";
+        return nullptr;
+      }
+      if (raw) {
+        reply_ptr r(static_cast<redisReply*>(raw), reply_deleter{api_->free_reply});
+        if (!scanner.complete()) {  // cannot happen with the same framing: a bug on one side
+          err = "a malformed reply (the framing check and hiredis disagree)";
+          return nullptr;
+        }
+        status = io::ok;
+        return r;
+      }
     }
-    void* raw = nullptr;
-    if (api_->get_reply(c->reader, &raw) != REDIS_OK || !raw) {
-      if (raw) api_->free_reply(raw);
-      err = "a malformed reply (protocol error)";
-      return nullptr;
-    }
-    status = io::ok;
-    return reply_ptr(static_cast<redisReply*>(raw), reply_deleter{api_->free_reply});
+    err = "a malformed reply (protocol error)";
+    return nullptr;
   }
 
   store_settings settings_;
