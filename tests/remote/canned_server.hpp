@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,8 +22,9 @@ class canned_server {
  public:
   // `answer`: the bytes sent whenever request bytes arrive ("" = never answer). `close_after`:
   // close the connection once the answer is sent (a truncated reply then reads as EOF).
-  explicit canned_server(std::string answer, bool close_after = false)
-      : answer_(std::move(answer)), close_after_(close_after) {
+  // `late`: bytes sent once, 30 ms after the first answer (a reply nobody asked for).
+  explicit canned_server(std::string answer, bool close_after = false, std::string late = "")
+      : answer_(std::move(answer)), close_after_(close_after), late_(std::move(late)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -77,6 +79,12 @@ class canned_server {
         if (::send(c.fd, answer_.data(), answer_.size(), MSG_NOSIGNAL) < 0 || close_after_) {
           ::close(c.fd);
           c.fd = -1;
+          continue;
+        }
+        if (!late_.empty() && !late_sent_) {
+          late_sent_ = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(30));
+          (void)::send(c.fd, late_.data(), late_.size(), MSG_NOSIGNAL);
         }
       }
       std::vector<conn> open;
@@ -88,6 +96,8 @@ class canned_server {
 
   std::string answer_;
   bool close_after_;
+  std::string late_;
+  bool late_sent_ = false;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

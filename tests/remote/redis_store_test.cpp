@@ -360,6 +360,34 @@ TEST_CASE("malformed, truncated, oversized or wrongly typed replies: a fault, ne
   CHECK(r.message.find("***") != std::string::npos);
 }
 
+TEST_CASE("an idle connection with bytes nobody asked for is not reused (they would pass for the next reply)") {
+  canned_server srv("*1\r\n$-1\r\n", false, "*1\r\n$3\r\nbad\r\n");
+  auto st = open(srv.url(), std::chrono::milliseconds(500));
+  CHECK(st->get(random_key()).what == outcome::miss);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the late bytes have come
+  auto r = st->get(random_key());
+  CHECK(r.what == outcome::miss);
+  CHECK(r.body.empty());
+  CHECK(srv.accepted() == 2);
+}
+
+TEST_CASE("a fork() child opens its own connection instead of sharing its parent's") {
+  canned_server srv("*1\r\n$-1\r\n");
+  auto st = open(srv.url(), std::chrono::milliseconds(500));
+  REQUIRE(st->get(random_key()).what == outcome::miss);
+  REQUIRE(srv.accepted() == 1);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(st->get(random_key()).what == outcome::miss ? 0 : 1);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(srv.accepted() == 2);
+  CHECK(st->get(random_key()).what == outcome::miss);  // the parent's connection is intact
+  CHECK(srv.accepted() == 2);
+}
+
 TEST_CASE("nothing listening: a fault at once") {
   int port = 0;
   {

@@ -596,14 +596,30 @@ class redis_store final : public remote_store {
   }
 
   redisContext* take(clock_type::time_point deadline, bool& reused, std::string& err) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_.empty()) {
-        redisContext* c = idle_.back();
+    for (;;) {
+      redisContext* c = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        // A fork() child must not talk on its parent's connections (the replies would interleave):
+        // it closes its copies and opens its own.
+        if (const int pid = os::process_id(); pid != pid_) {
+          for (redisContext* inherited : idle_) api_->free_context(inherited);
+          idle_.clear();
+          pid_ = pid;
+        }
+        if (idle_.empty()) break;
+        c = idle_.back();
         idle_.pop_back();
-        reused = true;
-        return c;
       }
+      // An idle connection has nothing to read: readable means the server closed it (a restart, its
+      // `timeout`) or sent bytes nobody asked for, which would be taken for the next reply.
+      pollfd p{c->fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 0) {
+        api_->free_context(c);
+        continue;
+      }
+      reused = true;
+      return c;
     }
     reused = false;
     const int left = std::min<long long>(remaining_ms(deadline), settings_.connect_timeout.count());
@@ -771,6 +787,7 @@ class redis_store final : public remote_store {
   std::string describe_;
   std::mutex mu_;
   std::vector<redisContext*> idle_;
+  int pid_ = os::process_id();  // of the process that opened the connections in idle_
 };
 
 }  // namespace
