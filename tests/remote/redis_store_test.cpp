@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -94,6 +95,19 @@ TEST_CASE("URLs: the accepted forms, describe() without the password, strict ref
   CHECK(open_error("rediss://host").find("TLS") != std::string::npos);
   CHECK(open_error("redis://" + std::string(300, 'a')).find("host") != std::string::npos);
   CHECK(open_error("redis://:" + std::string(3000, 'p') + "@h").find("longer") != std::string::npos);
+}
+
+// Run by tests/remote/without_hiredis.sh with the library hidden (elsewhere it returns at once).
+TEST_CASE("hiredis absent: make_redis_store names the package to install") {
+  if (!std::getenv("FATPACK_TEST_HIREDIS_ABSENT")) return;
+  store_settings s;
+  s.url = "redis://:secret-pw@127.0.0.1:6379/0";
+  std::string why;
+  CHECK(!make_redis_store(s, why));
+  INFO(why);
+  CHECK(why.find("the Redis fleet cache needs hiredis") == 0);
+  CHECK(why.find(": install libhiredis") != std::string::npos);
+  CHECK(why.find("secret-pw") == std::string::npos);
 }
 
 TEST_CASE("round trip of 1 MB random bodies; a second put finds the key (SET NX)") {
