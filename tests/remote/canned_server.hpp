@@ -23,8 +23,10 @@ class canned_server {
   // `answer`: the bytes sent whenever request bytes arrive ("" = never answer). `close_after`:
   // close the connection once the answer is sent (a truncated reply then reads as EOF).
   // `late`: bytes sent once, 30 ms after the first answer (a reply nobody asked for).
-  explicit canned_server(std::string answer, bool close_after = false, std::string late = "")
-      : answer_(std::move(answer)), close_after_(close_after), late_(std::move(late)) {
+  // `drip`: send the answer one byte per `drip` (a slow server that never pauses long).
+  explicit canned_server(std::string answer, bool close_after = false, std::string late = "",
+                         std::chrono::milliseconds drip = std::chrono::milliseconds(0))
+      : answer_(std::move(answer)), close_after_(close_after), late_(std::move(late)), drip_(drip) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -76,6 +78,13 @@ class canned_server {
           continue;
         }
         if (answer_.empty()) continue;
+        if (drip_.count() > 0) {
+          for (std::size_t at = 0; at < answer_.size() && !stop_; ++at) {
+            if (::send(c.fd, answer_.data() + at, 1, MSG_NOSIGNAL) != 1) break;
+            std::this_thread::sleep_for(drip_);
+          }
+          continue;
+        }
         if (::send(c.fd, answer_.data(), answer_.size(), MSG_NOSIGNAL) < 0 || close_after_) {
           ::close(c.fd);
           c.fd = -1;
@@ -98,6 +107,7 @@ class canned_server {
   bool close_after_;
   std::string late_;
   bool late_sent_ = false;
+  std::chrono::milliseconds drip_;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

@@ -315,6 +315,56 @@ TEST_CASE("a server that accepts and never answers: a fault within the transfer 
   CHECK(ms_since(t0) < 1000);
 }
 
+TEST_CASE("a server that drips its reply a byte at a time: a fault at the transfer timeout, not per byte") {
+  canned_server slow("*1\r\n$40\r\n" + std::string(40, 'x') + "\r\n", false, "", std::chrono::milliseconds(20));
+  auto st = open(slow.url(), std::chrono::milliseconds(300));
+  auto t0 = clock_type::now();
+  auto r = st->get(random_key());
+  const long long ms = ms_since(t0);
+  INFO(r.message, " after ", ms, " ms");
+  CHECK(r.what == outcome::fault);
+  CHECK(r.message.find("timed out") != std::string::npos);
+  CHECK(ms >= 250);
+  CHECK(ms < 1000);  // the whole reply would take 1 s
+}
+
+TEST_CASE("a connection the server never accepts (its backlog full): a fault at the connect timeout") {
+  // A listening socket that never accepts, its accept queue filled: Linux drops further SYNs, so a
+  // connect() waits (SYN retries) until the client gives up.
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(lfd, 0) == 0);
+  REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  store_settings s;
+  s.url = "redis://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/0";
+  s.connect_timeout = std::chrono::milliseconds(200);
+  s.transfer_timeout = std::chrono::milliseconds(2000);
+  std::string why;
+  auto st = make_redis_store(s, why);
+  REQUIRE(st);
+  auto t0 = clock_type::now();
+  auto r = st->get(random_key());
+  const long long ms = ms_since(t0);
+  INFO(r.message, " after ", ms, " ms");
+  CHECK(r.what == outcome::fault);
+  CHECK(r.message.find("cannot connect") != std::string::npos);
+  CHECK(ms >= 150);
+  CHECK(ms < 900);  // well under the transfer timeout and the first SYN retry (1 s)
+  for (int f : fillers) ::close(f);
+  ::close(lfd);
+}
+
 TEST_CASE("malformed, truncated, oversized or wrongly typed replies: a fault, never a crash") {
   struct bad_case {
     const char* answer;

@@ -716,7 +716,7 @@ class redis_store final : public remote_store {
     }
     std::unique_ptr<char, decltype(api_->free_command)> owned(cmd, api_->free_command);
     const auto timed_out = [&] {
-      err = "no answer within " + std::to_string(settings_.transfer_timeout.count()) + " ms (timed out)";
+      err = "no complete answer within " + std::to_string(settings_.transfer_timeout.count()) + " ms (timed out)";
       return nullptr;
     };
     for (std::size_t sent = 0; sent < static_cast<std::size_t>(len);) {
