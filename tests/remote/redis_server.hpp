@@ -29,6 +29,7 @@ namespace fatpack_test {
 struct redis_options {
   std::string password;  // --requirepass
   std::string maxmemory;  // e.g. "1mb", with --maxmemory-policy noeviction ("server full")
+  bool ipv6 = false;      // also listen on ::1 (check ipv6_loopback() first)
 };
 
 class redis_server {
@@ -40,6 +41,17 @@ class redis_server {
     return {};
   }
   static bool installed() { return !binary().empty(); }
+  // Whether ::1 can be bound here (containers may have no IPv6).
+  static bool ipv6_loopback() {
+    int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+  }
 
   explicit redis_server(redis_options o = {}) : opts_(std::move(o)) {
     char tmpl[] = "/tmp/fatpack-redis-XXXXXX";
@@ -70,7 +82,8 @@ class redis_server {
 
   // Starts it (again) on port(); true once PING answers (within 5 s).
   bool start() {
-    std::vector<std::string> args{binary(), "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
+    std::vector<std::string> args{binary(), "--port", std::to_string(port_), "--bind",
+                                  opts_.ipv6 ? "127.0.0.1 ::1" : "127.0.0.1", "--save", "",
                                   "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
                                   "--logfile", dir_ + "/redis.log"};
     if (!opts_.password.empty()) args.insert(args.end(), {"--requirepass", opts_.password});

@@ -217,6 +217,21 @@ TEST_CASE("databases: SELECT keeps db 3 apart from db 0") {
   CHECK(db0->get(k).what == outcome::miss);
 }
 
+TEST_CASE("IPv6: redis://[::1]:port") {
+  if (!redis_server::ipv6_loopback()) {
+    MESSAGE("no IPv6 loopback here: case not run");
+    return;
+  }
+  redis_options o;
+  o.ipv6 = true;
+  redis_server srv(o);
+  auto st = open("redis://[::1]:" + std::to_string(srv.port()) + "/1");
+  CHECK(st->describe() == "redis://[::1]:" + std::to_string(srv.port()) + "/1");
+  const std::string k = random_key();
+  CHECK(st->put_if_absent(k, random_body(100)).what == outcome::stored);
+  CHECK(st->get(k).what == outcome::hit);
+}
+
 TEST_CASE("password: AUTH with the right one works; a wrong one is a fault whose message holds no password") {
   redis_options o;
   o.password = "s3cret-Right-PW";
