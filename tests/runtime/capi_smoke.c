@@ -9,6 +9,10 @@ int fatpack_c_smoke(void) {
   struct CUfunc_st* f = NULL;
   int n = 0;
   if (fatpack_set_background_upgrade(0) != FATPACK_OK) return 1;
+  /* The fleet cache: an unknown scheme and a read-write remote without a key are refused. */
+  if (fatpack_set_cache_remote("ftp://host/x", 0, NULL, 0) != FATPACK_ERROR_INVALID_ARGUMENT) return 40;
+  if (fatpack_set_cache_remote("http://127.0.0.1:9/x", 1, NULL, 0) != FATPACK_ERROR_INVALID_ARGUMENT) return 41;
+  if (fatpack_set_cache_remote(NULL, 0, NULL, 0) != FATPACK_OK) return 42;
   if (fatpack_device_count(&n) != FATPACK_OK || n < 1) return 1;
   if (fatpack_load_module("capi_vadd", NULL, -1, &m) != FATPACK_OK) return 2;
   if (fatpack_module_function(m, "saxpy", &f) != FATPACK_OK || f == NULL) return 3;

@@ -247,6 +247,11 @@ FATPACK_API const char* fatpack_cache_mode(void);
 FATPACK_API const char* fatpack_cache_mode_name(int mode);
 /* A read-only cache layer searched before the per-user cache. */
 FATPACK_API fatpack_status fatpack_add_prebuilt_cache(const char* directory);
+/* The fleet cache (as fatpack::set_cache_remote, docs/cache.md §12): `url` (NULL or "" removes the
+ * remote), read_write != 0 to upload what this process compiles, `key_file` the signing key (NULL:
+ * none; a read-write remote then needs trust_all_writers != 0). Timeouts and the rest: the defaults. */
+FATPACK_API fatpack_status fatpack_set_cache_remote(const char* url, int read_write, const char* key_file,
+                                                    int trust_all_writers);
 /* Waits for background re-JITs after other-driver hits. */
 FATPACK_API fatpack_status fatpack_cache_wait_refresh(void);
 

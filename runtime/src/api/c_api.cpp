@@ -444,6 +444,18 @@ extern "C" fatpack_status fatpack_add_prebuilt_cache(const char* directory) {
   return guarded([&] { return from(fatpack::add_prebuilt_cache(directory)); });
 }
 
+extern "C" fatpack_status fatpack_set_cache_remote(const char* url, int read_write, const char* key_file,
+                                                   int trust_all_writers) {
+  return guarded([&] {
+    fatpack::remote_cache_options o;
+    o.url = url ? url : "";
+    o.read_write = read_write != 0;
+    o.key_file = key_file ? key_file : "";
+    o.trust_all_writers = trust_all_writers != 0;
+    return from(fatpack::set_cache_remote(o));
+  });
+}
+
 extern "C" fatpack_status fatpack_cache_wait_refresh(void) {
   return guarded([&] {
     fatpack::wait_cache_refresh();

@@ -76,8 +76,10 @@ status set_remote(const remote_cache_options& o) {
   }
   if (sass_cache_installed()) {
     auto local = local_of(get_sass_cache());
-    if (std::string_view(local->name()) == "none")
+    if (std::string_view(local->name()) == "none") {
+      if (c.store.url.empty()) return {};  // no remote to remove
       return error{errc::invalid_argument, 0, "set_cache_remote: the JIT cache is disabled (FATPACK_CACHE_DISABLE)", {}};
+    }
     // Uploads queued by the layer being replaced finish first (bounded by their timeouts).
     get_sass_cache()->flush(-1);
     if (c.store.url.empty()) set_sass_cache(local);
