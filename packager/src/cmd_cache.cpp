@@ -31,6 +31,10 @@ std::string when(std::int64_t unix_s) {
   return buf;
 }
 
+double per_cubin_byte(std::uint64_t bytes, std::uint64_t cubin_bytes) {
+  return cubin_bytes ? double(bytes) / double(cubin_bytes) : 0.0;
+}
+
 nlohmann::json stats_json(const fc::disk_stats& s) {
   return {{"path", s.path},
           {"writable", s.writable},
@@ -40,7 +44,12 @@ nlohmann::json stats_json(const fc::disk_stats& s) {
           {"max_bytes", s.max_bytes},
           {"temp_files", s.temp_files},
           {"index", {{"ok", s.index_ok}, {"bytes", s.index_bytes}, {"entries", s.index_entries},
-                     {"total_bytes", s.index_total_bytes}}}};
+                     {"total_bytes", s.index_total_bytes}}},
+          // The whole directory (index, lock files and directories included), as du counts it.
+          {"directory", {{"items", s.dir_items}, {"apparent_bytes", s.dir_apparent_bytes},
+                         {"allocated_bytes", s.dir_allocated_bytes},
+                         {"apparent_per_cubin_byte", per_cubin_byte(s.dir_apparent_bytes, s.cubin_bytes)},
+                         {"allocated_per_cubin_byte", per_cubin_byte(s.dir_allocated_bytes, s.cubin_bytes)}}}};
 }
 
 nlohmann::json entry_json(const fc::entry_info& e) {
@@ -89,12 +98,16 @@ int run_stats(const cache_args& a) {
   std::printf("cache:        %s%s\n", s.path.c_str(), s.writable ? "" : " (read-only)");
   std::printf("entries:      %llu, %s on disk for %s of SASS (%.2f bytes per cubin byte)\n",
               static_cast<unsigned long long>(s.entries), human_size(s.bytes).c_str(), human_size(s.cubin_bytes).c_str(),
-              s.cubin_bytes ? double(s.bytes) / double(s.cubin_bytes) : 0.0);
+              per_cubin_byte(s.bytes, s.cubin_bytes));
   std::printf("size limit:   %s\n", s.max_bytes ? human_size(s.max_bytes).c_str() : "none");
   std::printf("index:        %s, %s, %llu entries, %s counted\n", s.index_ok ? "ok" : "missing or damaged (rebuilt on use)",
               human_size(s.index_bytes).c_str(), static_cast<unsigned long long>(s.index_entries),
               human_size(s.index_total_bytes).c_str());
   std::printf("temp files:   %llu\n", static_cast<unsigned long long>(s.temp_files));
+  std::printf("directory:    %llu files and directories, %s apparent, %s allocated (%.2f and %.2f bytes per cubin byte)\n",
+              static_cast<unsigned long long>(s.dir_items), human_size(s.dir_apparent_bytes).c_str(),
+              human_size(s.dir_allocated_bytes).c_str(), per_cubin_byte(s.dir_apparent_bytes, s.cubin_bytes),
+              per_cubin_byte(s.dir_allocated_bytes, s.cubin_bytes));
   return exit_ok;
 }
 
@@ -219,7 +232,7 @@ command_runner add_cache_command(CLI::App& app) {
     const char* help;
   };
   const sub subs[] = {
-      {"stats", "Entries, bytes on disk, size limit, index state"},
+      {"stats", "Entries, bytes on disk, size limit, index state, the whole directory (apparent and allocated bytes per cubin byte)"},
       {"list", "Every entry: code key, SM, sizes, last use, driver (most recently used first)"},
       {"verify", "Read and check every entry and the index; exit 1 if something is wrong (--repair removes it)"},
       {"prune", "Evict least recently used entries down to the size limit (or --max-size)"},

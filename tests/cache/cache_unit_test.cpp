@@ -393,7 +393,8 @@ TEST_CASE("index: damaged, missing or garbage -> rebuilt from the entries; looku
     FILE* f = std::fopen(path.c_str(), "r+b");
     REQUIRE(f);
     std::fseek(f, static_cast<long>(index_header_bytes), SEEK_SET);
-    std::vector<char> junk(index_slot_bytes * 4096, 0x5a);
+    // Half the slots (inside the file: a longer file is refused as a whole and rebuilt).
+    std::vector<char> junk(index_slot_bytes * (default_index_capacity / 2), 0x5a);
     std::fwrite(junk.data(), 1, junk.size(), f);
     std::fclose(f);
   }
@@ -892,6 +893,26 @@ TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {
   CHECK(s.index_entries == 6);
   CHECK(s.index_total_bytes == s.bytes);
   CHECK(s.cubin_bytes == 6 * cubin90().size());
+  // The whole directory (issue 13): root, v1, objects, the fan-outs, 6 entries, the index, the lock
+  // files; at least the entries and the index; a small index (52 KiB), not a 3 MiB one.
+  CHECK(s.dir_items >= 3 + 6 + 1);
+  CHECK(s.dir_apparent_bytes >= s.bytes + s.index_bytes);
+  CHECK(s.index_bytes == index_header_bytes + std::uint64_t(default_index_capacity) * index_slot_bytes);
+  CHECK(s.index_bytes <= 64 * 1024);
+  CHECK(s.dir_allocated_bytes > 0);
+  {
+    // A file added anywhere under the directory is counted, with its size.
+    FILE* f = std::fopen((root + "/v1/stray.bin").c_str(), "wb");
+    REQUIRE(f);
+    std::vector<char> junk(100000, 'x');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+    const disk_stats t = (*a)->stats();
+    CHECK(t.dir_items == s.dir_items + 1);
+    CHECK(t.dir_apparent_bytes == s.dir_apparent_bytes + 100000);
+    CHECK(t.dir_allocated_bytes >= s.dir_allocated_bytes + 100000 / 4096 * 4096);
+    std::remove((root + "/v1/stray.bin").c_str());
+  }
   auto l = (*a)->list();
   REQUIRE(l.size() == 6);
   CHECK(l[0].sm == 90);

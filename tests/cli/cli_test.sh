@@ -106,6 +106,22 @@ cache_warm)
   run 0 "$fatpack" warm -q --path "$c" --target sm_100 w.fpk w.fpk  # one list per --target: then packages
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['schema_version'] == 1 and d['stats']['entries'] == 3, d"
+  # The whole directory (issue 13): what du counts, measured here independently (lstat of everything
+  # under the cache, symlinks not followed), and the small preallocated index (52 KiB, not 3 MiB).
+  json "
+import os
+s = d['stats']; t = s['directory']; items = app = alloc = 0
+for top, dirs, files in os.walk('$c'):
+    for n in ([top] if top == '$c' else []) + [os.path.join(top, x) for x in dirs + files]:
+        st = os.lstat(n); items += 1; app += st.st_size; alloc += st.st_blocks * 512
+assert (t['items'], t['apparent_bytes'], t['allocated_bytes']) == (items, app, alloc), (t, items, app, alloc)
+assert t['apparent_bytes'] >= s['bytes'] + s['index']['bytes'] > s['bytes'] > 0, s
+assert s['index']['bytes'] <= 64 * 1024, s['index']
+assert abs(t['apparent_per_cubin_byte'] - app / s['cubin_bytes']) < 1e-9, t
+assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
+"
+  run 0 "$fatpack" cache stats --path "$c"
+  expect_in out.txt "^directory: +[0-9]+ files and directories, .* apparent, .* allocated \\([0-9.]+ and [0-9.]+ bytes per cubin byte\\)"
   run 0 "$fatpack" cache list --path "$c" --json
   json "assert sorted(e['sm'] for e in d['entries']) == [90, 100, 120], d"
   run 0 "$fatpack" cache list --path "$c"

@@ -103,3 +103,34 @@ TEST_CASE("thread_pool: a fork child uses a pool its parent started (fresh worke
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("thread_pool: idle_workers counts started workers waiting for work, and no others") {
+  thread_pool pool(4);
+  CHECK(pool.idle_workers() == 0);  // nothing started yet: a small decode must not start one
+  std::atomic<int> done{0};
+  pool.parallel_for(8, 4, [&](std::size_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ++done;
+  });
+  CHECK(done == 8);
+  // The helpers park again once they find no item left.
+  int idle = 0;
+  for (int i = 0; i < 200 && (idle = int(pool.idle_workers())) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(idle >= 1);
+  CHECK(idle <= 3);  // parallel_for started at most threads - 1 helpers
+  // A worker busy with a task is not idle: as many blocking tasks as the pool has room for.
+  std::atomic<bool> release{false};
+  std::atomic<int> running{0};
+  std::vector<std::future<void>> busy;
+  idle = int(pool.size());
+  for (int i = 0; i < idle; ++i)
+    busy.push_back(pool.submit([&] {
+      ++running;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }));
+  for (int i = 0; i < 2000 && running < idle; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(pool.idle_workers() == 0);
+  release = true;
+  for (auto& f : busy) f.get();
+}

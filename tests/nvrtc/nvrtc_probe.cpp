@@ -6,12 +6,16 @@
 //               [--option OPT] [--all-devices] [--no-cache] [--c-api]
 // --c-api: through fatpack_compile (fatpack.h), printing "c_path=<id>" and "c_kernel=<ok|message>".
 // Output: "device=<n> path=<cache hit|NVRTC SASS|NVRTC PTX + JIT> target=<t> stored=<0|1> kernel=<ok|error text>"
-//         or "error=<errc name>: <message>" and "log=<NVRTC log>"; last line "nvrtc_loaded=<0|1>".
+//         or "error=<errc name>: <message>" and "log=<NVRTC log>"; then "threads=<n> hw=<m>" (this
+//         process's threads after the compile, and the processor count the C++ library reports: a
+//         hit must start no thread); last line "nvrtc_loaded=<0|1>".
 // Exit status 0 when every device compiled and every --kernel was found, else 1.
 #include "fatpack/compile.hpp"
 #include "fatpack/fatpack.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -22,6 +26,12 @@ namespace {
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+int thread_count() {
+  const std::string status = slurp("/proc/self/status");
+  const std::size_t p = status.find("\nThreads:");
+  return p == std::string::npos ? -1 : std::atoi(status.c_str() + p + 9);
 }
 
 bool nvrtc_mapped() {
@@ -108,6 +118,7 @@ int main(int argc, char** argv) {
     std::cout << "\nreason=" << rep.reason << "\n";
     if (!rep.not_cached.empty()) std::cout << "not_cached=" << rep.not_cached << "\n";
   }
+  std::cout << "threads=" << thread_count() << " hw=" << std::thread::hardware_concurrency() << "\n";
   std::cout << "nvrtc_loaded=" << nvrtc_mapped() << "\n";
   return ok ? 0 : 1;
 }

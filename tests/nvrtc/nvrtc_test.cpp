@@ -12,6 +12,9 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +62,41 @@ child_result probe(const std::vector<std::string>& args, const std::map<std::str
 }
 
 }  // namespace
+
+TEST_CASE("compile: a hit in a fresh process starts no thread, also where there are many cores") {
+  // A 745 KB cubin: three 256 KiB LZ4 blocks in the cache entry, which a 16-core host used to decode
+  // on the shared pool, starting its threads on every program's first hit (0.2 to 6 ms here).
+  const std::string d = case_dir("hit_threads");
+  std::string src = "#define K(n) extern \"C\" __global__ void k##n(float* y) { float a = y[threadIdx.x]; \\\n"
+                    "  _Pragma(\"unroll\") for (int i = 0; i < 3000; ++i) a = a * 1.0001f + (i ^ n) * 0.5f; y[threadIdx.x] = a; }\n";
+  for (int i = 0; i < 15; ++i) src += "K(" + std::to_string(i) + ")\n";
+  write_text(d + "/big.cu", src);
+  const std::vector<std::string> args{d + "/big.cu", "--kernel", "k14"};
+  auto first = probe(args, env_for(d));
+  REQUIRE(first.has("path=NVRTC SASS target=sm_90 stored=1"));
+  auto env = env_for(d);
+  env["LD_PRELOAD"] = NPROCS16_PATH;
+  auto hit = probe(args, env);
+  CHECK(hit.has("path=cache hit target=sm_90"));
+  CHECK(hit.has("kernel=ok"));
+  CHECK(hit.has(" hw=16"));  // the shim took: the runtime believes it has 16 cores
+  CHECK(hit.has("threads=1 "));
+  CHECK(hit.has("nvrtc_loaded=0"));
+  // The entry is as large as the case needs: its cubin (the header's cubin_size, little-endian at
+  // byte 56, docs/cache.md) spans at least two 256 KiB decode blocks.
+  std::uint64_t cubin_size = 0;
+  int entries = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(d + "/cache/v1/objects")) {
+    if (e.path().extension() != ".fpc") continue;
+    ++entries;
+    std::ifstream f(e.path(), std::ios::binary);
+    unsigned char b[64] = {};
+    f.read(reinterpret_cast<char*>(b), sizeof b);
+    for (int i = 7; i >= 0; --i) cubin_size = cubin_size << 8 | b[56 + i];
+  }
+  CHECK(entries == 1);
+  CHECK(cubin_size >= 2 * (256u << 10));
+}
 
 TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits without loading NVRTC") {
   const std::string d = case_dir("miss_hit");

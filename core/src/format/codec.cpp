@@ -104,6 +104,13 @@ status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint
   std::vector<std::string> failures(static_cast<std::size_t>(n));
   // Small entries are not worth waking a worker.
   if (raw_size < 2 * std::uint64_t(block_size)) threads = 1;
+  // Below 4 MiB (about 1 ms of lz4 on one core) no thread is started for the decode: only workers
+  // already waiting help. Starting 3 threads in a fresh process took 0.2 to 6 ms on a loaded
+  // 2-vCPU VM, and a program's first cache hit or SASS load always meets an empty pool
+  // (docs/benchmarks.md "Hits in fresh processes"); a warm process keeps its parallel decode.
+  constexpr std::uint64_t start_threads_from = 4u << 20;
+  if (threads > 1 && raw_size < start_threads_from)
+    threads = std::min(threads, 1 + thread_pool::shared().idle_workers());
   parallel_for(std::size_t(n), threads, [&](std::size_t i) {
     const std::uint8_t* src = stored.data + offsets[i];
     const std::size_t src_len = std::size_t(offsets[i + 1] - offsets[i]);

@@ -101,9 +101,13 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     p.block_size = options.codec == codec::none ? 0
                    : options.block_size        ? options.block_size
                                                : default_block_size(options.codec);
-    auto payload = compress(options.codec, options.level, p.block_size, byte_span(e.raw));
-    if (!payload) return make_error(payload.error().reason, e.origin + ": " + payload.error().message);
-    p.payload = std::move(payload).value();
+    // codec none: the raw bytes are the payload, copied once into the package below (registry's
+    // add_image packs every fatpack::compile result this way, on the hit path).
+    if (options.codec != codec::none) {
+      auto payload = compress(options.codec, options.level, p.block_size, byte_span(e.raw));
+      if (!payload) return make_error(payload.error().reason, e.origin + ": " + payload.error().message);
+      p.payload = std::move(payload).value();
+    }
     auto m = strings.add(e.module_name);
     auto o = strings.add(e.options);
     if (!m || !o) return make_error(errc::invalid_argument, "string table exceeds 4 GiB");
@@ -132,10 +136,13 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   const std::uint64_t string_offset = entry_offset + std::uint64_t(entry_size_v1) * entries.size();
   const std::uint64_t string_size = strings.bytes().size();
   std::uint64_t pos = align_up(string_offset + string_size, payload_alignment);
+  auto stored_of = [&](std::size_t i) {
+    return options.codec == codec::none ? byte_span(entries[i].raw) : byte_span(prep[i].payload);
+  };
   std::vector<std::uint64_t> payload_offsets(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     payload_offsets[i] = pos;
-    pos = align_up(pos + prep[i].payload.size(), payload_alignment);
+    pos = align_up(pos + stored_of(i).size, payload_alignment);
   }
   const std::uint64_t total = pos;
 
@@ -167,10 +174,12 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put16(r + e_isa_minor, e.ptx_isa.minor);
     put32(r + e_toolkit, e.toolkit_version);
     put64(r + e_payload_offset, payload_offsets[i]);
-    put64(r + e_stored_size, p.payload.size());
+    const byte_span stored = stored_of(i);
+    const std::uint64_t raw_hash = xxh3(byte_span(e.raw));
+    put64(r + e_stored_size, stored.size);
     put64(r + e_raw_size, e.raw.size());
-    put64(r + e_raw_xxh3, xxh3(byte_span(e.raw)));
-    put64(r + e_stored_xxh3, xxh3(byte_span(p.payload)));
+    put64(r + e_raw_xxh3, raw_hash);
+    put64(r + e_stored_xxh3, options.codec == codec::none ? raw_hash : xxh3(stored));  // none: the same bytes
     put32(r + e_block_size, p.block_size);
     put32(r + e_module_offset, p.module.first);
     put32(r + e_module_size, p.module.second);
@@ -181,7 +190,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put32(r + e_kernel_count, p.kernel_count);
     put16(r + e_link_part, e.link_part);
     put16(r + e_link_parts, e.link_parts);
-    if (!p.payload.empty()) std::memcpy(out.data() + payload_offsets[i], p.payload.data(), p.payload.size());
+    if (stored.size) std::memcpy(out.data() + payload_offsets[i], stored.data, stored.size);
   }
   if (string_size) std::memcpy(out.data() + string_offset, strings.bytes().data(), std::size_t(string_size));
   put64(h + h_tables_xxh3, xxh3(byte_span(out.data(), std::size_t(string_offset + string_size))));

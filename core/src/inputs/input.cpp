@@ -84,6 +84,27 @@ input_kind detect_input(byte_span bytes) {
   return input_kind::unknown;
 }
 
+result<std::vector<entry_input>> import_input(std::vector<std::uint8_t>&& bytes, std::string_view source,
+                                              const std::string& module_name) {
+  const byte_span view(bytes.data(), bytes.size());
+  if (detect_input(view) != input_kind::cubin) return import_input(view, source, module_name);
+  // The copying version's cubin case, with the bytes moved in instead of copied.
+  auto ci = parse_cubin(view, source);
+  if (!ci) return std::move(ci).error();
+  if (ci->relocatable) return relocatable_cubin_error(*ci, std::string(source));
+  entry_input e;
+  e.target = ci->target;
+  e.toolkit_version = ci->toolkit_version;
+  e.kernels = std::move(ci->kernels);
+  e.origin = std::string(source);
+  if (status st = check_known_sass(e, e.origin); !st) return st.error();
+  e.module_name = module_name;
+  e.raw = std::move(bytes);
+  std::vector<entry_input> out;
+  out.push_back(std::move(e));
+  return out;
+}
+
 result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name) {
   const std::string src(source);
   std::vector<entry_input> out;

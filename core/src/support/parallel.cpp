@@ -103,6 +103,11 @@ void thread_pool::worker() {
   }
 }
 
+unsigned thread_pool::idle_workers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return idle_ > queue_.size() ? unsigned(idle_ - queue_.size()) : 0u;
+}
+
 void thread_pool::enqueue(std::function<void()> task) {
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(std::move(task));

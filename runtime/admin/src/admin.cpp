@@ -45,6 +45,20 @@ bool read_head(const std::string& path, std::uint64_t size, entry_header& h, std
   return true;
 }
 
+// Adds `path` (not followed if a symlink) and, for a directory, what is under it, `depth` levels
+// down at most (the cache is root/v1/objects/<ab>/<entry>: 4), to `s`'s directory totals.
+void add_tree(fs& f, const std::string& path, int depth, disk_stats& s) {
+  file_stat st;
+  if (f.stat(path, st) != 0) return;  // gone meanwhile (evicted, renamed): not counted
+  ++s.dir_items;
+  s.dir_apparent_bytes += st.size;
+  s.dir_allocated_bytes += st.allocated;
+  if (!st.directory || depth == 0) return;
+  std::vector<std::string> names;
+  if (f.list_dir(path, names) != 0) return;
+  for (const auto& n : names) add_tree(f, path + "/" + n, depth - 1, s);
+}
+
 }  // namespace
 
 std::string default_cache_dir() { return default_user_dir(); }
@@ -95,6 +109,7 @@ disk_stats admin_impl::stats() {
     s.index_entries = idx->live();
     s.index_total_bytes = idx->total_bytes();
   }
+  add_tree(current_fs(), s.path, 4, s);
   return s;
 }
 

@@ -23,6 +23,7 @@ struct file_stat {
   std::uint32_t mode = 0;  // permission bits (07777)
   std::uint32_t uid = 0;
   std::uint64_t size = 0;
+  std::uint64_t allocated = 0;  // bytes the file system allocated (st_blocks * 512)
   std::uint64_t inode = 0;
   std::uint64_t device = 0;
   std::int64_t mtime_s = 0;

@@ -25,6 +25,7 @@ void fill(const struct stat& s, file_stat& st) {
   st.mode = s.st_mode & 07777;
   st.uid = s.st_uid;
   st.size = static_cast<std::uint64_t>(s.st_size);
+  st.allocated = static_cast<std::uint64_t>(s.st_blocks) * 512;  // st_blocks counts 512-byte units (POSIX)
   st.inode = s.st_ino;
   st.device = s.st_dev;
   st.mtime_s = s.st_mtime;

@@ -33,9 +33,12 @@ struct index_slot {
   std::uint32_t tick = 0;          // the index's use counter at the last use: exact LRU order
 };
 
-// Slots of a new index (48 bytes each: 3 MiB). Up to 80% full, so ~52,000 entries; a fuller table
-// is rebuilt into a new file of twice the size (100,000 entries: 6 MiB).
-inline constexpr std::uint32_t default_index_capacity = 1u << 16;
+// Slots of a new index (48 bytes each: 52 KiB with the header). Up to 80% full, so ~820 entries; a
+// fuller table is rebuilt into a new file of twice the size, as often as needed (a rebuild reads
+// every entry's header once, so growing to N entries reads about 2N headers in all). It was 65,536
+// slots (3 MiB), which made a fresh cache with one 280 KB entry a 3.4 MB directory (issue 13); the
+// file is created complete (fallocate), so a small start costs nothing but the rare rebuild.
+inline constexpr std::uint32_t default_index_capacity = 1u << 10;
 inline constexpr std::size_t index_header_bytes = 4096;
 inline constexpr std::size_t index_slot_bytes = 48;
 // Largest index file read (a copy of 64 MiB holds ~1.1 million slots; ours are 3-6 MiB).

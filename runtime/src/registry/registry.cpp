@@ -372,20 +372,39 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
                            std::string_view package_name) {
   if (!data || size == 0) return error{errc::invalid_argument, 0, "add_image: empty buffer", {}};
   if (module_name.empty()) return error{errc::invalid_argument, 0, "add_image: empty module name", {}};
-  std::string module(module_name);
-  std::string pkg_name = package_name.empty() ? module : std::string(package_name);
-  std::string source = "image '" + module + "'";
   core::byte_span bytes(static_cast<const std::uint8_t*>(data), size);
-  auto kind = core::detect_input(bytes);
-  if (kind == core::input_kind::fatpack_package) return add_memory(data, size, source, ownership::copy);
+  const std::string module(module_name);
+  const std::string source = "image '" + module + "'";
+  if (core::detect_input(bytes) == core::input_kind::fatpack_package) return add_memory(data, size, source, ownership::copy);
   auto entries = core::import_input(bytes, source, module);
   if (!entries) return from_core(entries.error());
-  for (auto& e : entries.value()) e.module_name = module;
+  return add_imported(std::move(entries.value()), module, package_name);
+}
+
+status registry::add_image(std::vector<std::uint8_t>&& image, std::string_view module_name,
+                           std::string_view package_name) {
+  if (image.empty()) return error{errc::invalid_argument, 0, "add_image: empty buffer", {}};
+  if (module_name.empty()) return error{errc::invalid_argument, 0, "add_image: empty module name", {}};
+  const std::string module(module_name);
+  const std::string source = "image '" + module + "'";
+  if (core::detect_input(core::byte_span(image.data(), image.size())) == core::input_kind::fatpack_package)
+    return add_memory(image.data(), image.size(), source, ownership::copy);
+  auto entries = core::import_input(std::move(image), source, module);
+  if (!entries) return from_core(entries.error());
+  return add_imported(std::move(entries.value()), module, package_name);
+}
+
+status registry::add_imported(std::vector<core::entry_input> entries, const std::string& module,
+                              std::string_view package_name) {
+  const std::string pkg_name = package_name.empty() ? module : std::string(package_name);
+  const std::string source = "image '" + module + "'";
+  for (auto& e : entries) e.module_name = module;
   // Stored uncompressed: the bytes are already in memory, and "decompressing" is then one copy.
   core::pack_options opts;
   opts.codec = core::codec::none;
-  auto pkg = core::write_package_lz4(pkg_name, entries.value(), opts);  // links no zstd encoder
+  auto pkg = core::write_package_lz4(pkg_name, entries, opts);  // links no zstd encoder
   if (!pkg) return from_core(pkg.error());
+  entries.clear();  // the package holds the bytes now
   auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(pkg.value()));
   auto parsed = parse_all(core::byte_span(owned->data(), owned->size()), source, owned);
   if (!parsed) return parsed.error();

@@ -35,6 +35,7 @@
 #pragma once
 
 #include "fatpack/core/package.hpp"
+#include "fatpack/core/package_writer.hpp"
 #include "fatpack/core/registry_record.hpp"
 #include "fatpack/fatpack.hpp"
 #include "platform/os.hpp"
@@ -87,6 +88,8 @@ class registry {
   status add_file(const std::string& path);
   status add_memory(const void* data, std::size_t size, std::string_view source, ownership own);
   status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name);
+  // The same for bytes handed over (fatpack::compile's result): a cubin is packed without an extra copy.
+  status add_image(std::vector<std::uint8_t>&& image, std::string_view module_name, std::string_view package_name);
   // Queues an embedded record; parsed on first use. Safe during static initialisation.
   void add_record(const core::registry_record* record);
 
@@ -96,6 +99,8 @@ class registry {
   result<module_entries> find_module(std::string_view module, std::string_view package);
 
  private:
+  // add_image's second half: the imported entries packed (codec none) and registered.
+  status add_imported(std::vector<core::entry_input> entries, const std::string& module, std::string_view package_name);
   registry() = default;
   // Brings the embedded packages up to date: the section and registered records once, then the
   // loaded objects' notes whenever the loader loaded or unloaded something.

@@ -39,6 +39,9 @@ class thread_pool {
   void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& fn);
 
   unsigned size() const { return max_; }
+  // Workers started and waiting for work now (a snapshot): what a caller can use without starting a
+  // thread, which costs far more than a small job in a fresh process.
+  unsigned idle_workers();
   // Process-wide pool for short data-parallel work (15 workers at most); never destroyed.
   static thread_pool& shared();
 

@@ -87,6 +87,11 @@ struct disk_stats {
   std::uint64_t index_bytes = 0;  // size of the index file
   std::uint64_t index_entries = 0;
   std::uint64_t index_total_bytes = 0;  // what the index believes (should equal `bytes`)
+  // The whole directory as `du` sees it: every file and directory under `path` (entries, index,
+  // lock files, temp files; symlinks are not followed), apparent sizes and allocated blocks.
+  std::uint64_t dir_items = 0;
+  std::uint64_t dir_apparent_bytes = 0;   // du --apparent-size --bytes
+  std::uint64_t dir_allocated_bytes = 0;  // du --bytes of allocated blocks (st_blocks * 512)
 };
 
 struct prune_result {
