@@ -490,3 +490,26 @@ TEST_CASE("set_cache_remote refuses what it cannot use, with the reason") {
   o.read_write = false;
   CHECK(fatpack::set_cache_remote(o));  // no remote: fine
 }
+
+TEST_CASE("prefetch: one batch for many keys; hits are checked and served by find, refused ones are not") {
+  auto store = std::make_shared<memory_store>();
+  auto a = make_node("pf_a", store);
+  std::vector<jit_key> keys;
+  for (int i = 0; i < 5; ++i) {
+    keys.push_back(key_for(0x900 + i));
+    if (i < 3) a.layer->store(keys.back(), fatpack::core::byte_span(cubin90()));
+  }
+  REQUIRE(a.layer->flush(10000));
+  // Key 2's entry is replaced by another key's: prefetch must refuse it.
+  const std::string r2 = remote_key(cache::make_full_key(keys[2]));
+  store->data[r2] = store->data[remote_key(cache::make_full_key(keys[0]))];
+  auto b = make_node("pf_b", store);
+  const int gets0 = store->gets;
+  CHECK(b.layer->prefetch(keys) == 2);
+  CHECK(store->gets == gets0 + 5);
+  CHECK(b.layer->find(keys[0], true));
+  CHECK(b.layer->find(keys[1], true));
+  CHECK(store->gets == gets0 + 5);  // served from the batch
+  CHECK_FALSE(b.layer->find(keys[2], true));
+  CHECK_FALSE(b.layer->find(keys[4], true));
+}

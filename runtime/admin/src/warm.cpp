@@ -119,6 +119,27 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
   jit_service& jit = jit_service::instance();
   const policy pol = resolve_policy(std::nullopt);  // FATPACK_POLICY / CUDA_FORCE_PTX_JIT, as a load
 
+  // With a remote: what this directory lacks is looked up in one batch first (Redis MGET, parallel
+  // HTTP GETs) instead of one request per item.
+  if (layer) {
+    std::vector<jit_key> wanted;
+    for (const auto& j : jobs) {
+      const module_selection ms =
+          select_entries(entries_of_module(j.pkg, j.module), j.target, core::is_tegra_arch(j.target), drv.version, pol);
+      if (!ms.sel.chosen || j.pkg->view.entries().at(*ms.sel.chosen).target.kind != core::entry_kind::ptx) continue;
+      jit_request req;
+      req.package = j.pkg;
+      req.entry = *ms.sel.chosen;
+      req.drv = &drv;
+      req.dev = &ctx_dev;
+      req.module = j.module;
+      req.target_arch = j.target;
+      const jit_key key = jit.cache_key_for(req);
+      if (!disk->find(key, false)) wanted.push_back(key);
+    }
+    layer->prefetch(wanted);
+  }
+
   std::vector<warm_item> items;
   for (const auto& j : jobs) {
     warm_item it;

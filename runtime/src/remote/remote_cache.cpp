@@ -135,6 +135,12 @@ std::optional<std::vector<std::uint8_t>> remote_cache::fetch(const jit_key& key)
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> g(recent_mu_);
+    if (auto p = prefetched_.find(rkey); p != prefetched_.end()) {  // checked when it was fetched
+      auto cubin = std::move(p->second);
+      prefetched_.erase(p);
+      counters().hits++;
+      return cubin;
+    }
     auto it = recent_misses_.find(rkey);
     if (it != recent_misses_.end() && now - it->second < recent_miss_ttl) return std::nullopt;
     if (recent_misses_.size() > 4096) recent_misses_.clear();  // bounded; a forgotten miss costs one request
@@ -162,25 +168,76 @@ std::optional<std::vector<std::uint8_t>> remote_cache::fetch(const jit_key& key)
     remember_miss();
     return std::nullopt;
   }
-  std::string why;
-  auto at = open_envelope(rkey, r.body, cfg_.key, why);
-  std::optional<std::vector<std::uint8_t>> cubin;
-  if (at) {
-    cache::entry_header h;
-    std::string driver_text;
-    cache::expected_key want{&k.code, &k.driver, key.target_arch};
-    cubin = cache::decode_entry(core::byte_span(r.body.data() + *at, r.body.size() - *at), want, h, driver_text, why);
-  }
+  auto cubin = check_body(k, rkey, key.target_arch, r.body);
   if (!cubin) {
-    counters().rejected++;
-    counters().misses++;
     remember_miss();
-    warn_once("rejected", "JIT cache: fleet cache " + redact_url(cfg_.store.url) + ": entry " + rkey +
-                              " refused: " + why + "; treated as a miss");
     return std::nullopt;
   }
   counters().hits++;
   return cubin;
+}
+
+std::optional<std::vector<std::uint8_t>> remote_cache::check_body(const cache::full_key& k, const std::string& rkey,
+                                                                  std::uint32_t target_arch,
+                                                                  const std::vector<std::uint8_t>& body) {
+  std::string why;
+  auto at = open_envelope(rkey, body, cfg_.key, why);
+  std::optional<std::vector<std::uint8_t>> cubin;
+  if (at) {
+    cache::entry_header h;
+    std::string driver_text;
+    cache::expected_key want{&k.code, &k.driver, target_arch};
+    cubin = cache::decode_entry(core::byte_span(body.data() + *at, body.size() - *at), want, h, driver_text, why);
+  }
+  if (!cubin) {
+    counters().rejected++;
+    counters().misses++;
+    warn_once("rejected", "JIT cache: fleet cache " + redact_url(cfg_.store.url) + ": entry " + rkey +
+                              " refused: " + why + "; treated as a miss");
+  }
+  return cubin;
+}
+
+std::size_t remote_cache::prefetch(const std::vector<jit_key>& keys) noexcept {
+  std::size_t hits = 0;
+  try {
+    remote_store* s = store_or_null();
+    if (!s) return 0;
+    constexpr std::size_t batch = 64;
+    for (std::size_t at = 0; at < keys.size(); at += batch) {
+      if (breaker_.skipping()) {
+        counters().skipped++;
+        break;
+      }
+      std::vector<cache::full_key> full;
+      std::vector<std::string> rkeys;
+      for (std::size_t i = at; i < std::min(keys.size(), at + batch); ++i) {
+        full.push_back(cache::make_full_key(keys[i]));
+        rkeys.push_back(remote_key(full.back()));
+      }
+      std::vector<reply> replies = s->get_many(rkeys);
+      if (replies.size() != rkeys.size()) {
+        on_fault("a batch of " + std::to_string(rkeys.size()) + " lookups got " + std::to_string(replies.size()) +
+                 " replies");
+        break;
+      }
+      for (std::size_t i = 0; i < replies.size(); ++i) {
+        if (replies[i].what == outcome::fault) {
+          on_fault(replies[i].message);
+          continue;
+        }
+        if (replies[i].what != outcome::hit) continue;  // find() asks again and counts the miss
+        if (auto cubin = check_body(full[i], rkeys[i], keys[at + i].target_arch, replies[i].body)) {
+          std::lock_guard<std::mutex> g(recent_mu_);
+          prefetched_[rkeys[i]] = std::move(*cubin);
+          ++hits;
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    warn_once("prefetch", std::string("JIT cache: fleet cache batch lookup failed: ") + e.what());
+  }
+  return hits;
 }
 
 std::optional<cache_hit> remote_cache::find(const jit_key& key, bool allow_other_driver) noexcept {

@@ -12,6 +12,7 @@
 // starting together compile each key once: the others wait for its entry, bounded by the lease.
 #pragma once
 
+#include "cache/key.hpp"
 #include "cache/sass_cache.hpp"
 #include "remote/breaker.hpp"
 #include "remote/remote_config.hpp"
@@ -60,6 +61,9 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   void flush_at_exit() noexcept override;
   const char* name() const noexcept override { return "remote"; }
 
+  // Looks several keys up in batches (Redis MGET, parallel HTTP GETs); the checked hits are kept in
+  // memory for find(), which serves and copies them as any remote hit. Returns how many hit.
+  std::size_t prefetch(const std::vector<jit_key>& keys) noexcept;
   // Queues the upload of `sass` under `key` (read-write remotes; publish-if-absent, signed when a
   // key is configured). store() calls it after the local store; `fatpack warm --push` for entries
   // that were cached already.
@@ -77,6 +81,9 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   remote_store* store_or_null();  // opened at first use; null when it cannot be (one warning)
   // The remote's entry for `key`, checked; counts and warns.
   std::optional<std::vector<std::uint8_t>> fetch(const jit_key& key);
+  // The checks of a remote body for `k` (envelope, signature, entry); counts and warns on refusal.
+  std::optional<std::vector<std::uint8_t>> check_body(const cache::full_key& k, const std::string& rkey,
+                                                      std::uint32_t target_arch, const std::vector<std::uint8_t>& body);
   void warn_once(const std::string& kind, const std::string& text);
   void on_fault(const std::string& what);
   // Runs `task` on the layer's one background thread (uploads, local writes of remote hits).
@@ -110,6 +117,7 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   // A lease wait that ends with the entry published forgets the key.
   std::mutex recent_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> recent_misses_;
+  std::map<std::string, std::vector<std::uint8_t>> prefetched_;  // remote key -> checked cubin
 };
 
 // The default cache of the runtime with the environment's remote, if one is configured
