@@ -33,10 +33,7 @@
 #include "fatpack/core/input.hpp"
 
 #include "servers.hpp"
-#if __has_include("redis_server.hpp")
 #include "redis_server.hpp"
-#define FATPACK_BENCH_HAVE_REDIS_HARNESS 1
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -322,16 +319,12 @@ int main(int argc, char** argv) {
     nginx = std::make_unique<rt::nginx_server>();
     urls["http"] = nginx->url();
   }
-#ifdef FATPACK_BENCH_HAVE_REDIS_HARNESS
   std::unique_ptr<fatpack_test::redis_server> redis;
   if (!fatpack_test::redis_server::installed()) notes.push_back("Redis: skipped, redis-server not installed");
   else {
     redis = std::make_unique<fatpack_test::redis_server>();
     urls["redis"] = redis->url();
   }
-#else
-  notes.push_back("Redis: skipped, the Redis test harness (tests/remote/redis_server.hpp) is not in this tree");
-#endif
   for (auto it = urls.begin(); it != urls.end();) {
     std::string why;
     auto probe = remote::open_store(remote::store_settings{it->second}, why);
