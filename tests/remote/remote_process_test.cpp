@@ -4,7 +4,9 @@
 // uploads (at exit, without waiting), another loads without a JIT and copies locally; a node with
 // another key refuses it; a server that is down or never answers is a warning and a JIT, and the
 // machine's processes skip it afterwards; libcurl is loaded only when a remote is configured; the
-// CLI's warm --push, cache push and cache pull.
+// CLI's warm --push, cache push and cache pull. N nodes starting together (8 probes, their own local
+// caches, one remote, a slow fake JIT): with a Redis lease each key is compiled once in all; without
+// one (Redis, nginx) the JIT count and the wall times are printed (docs/benchmarks.md).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
