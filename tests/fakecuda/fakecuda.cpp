@@ -24,7 +24,10 @@
 //   FAKECUDA_DEVICES=90,86        CC per device (major*10+minor; "9.0" also accepted); "" = no device
 //   FAKECUDA_DRIVER_VERSION=13000 what cuDriverGetVersion returns
 //   FAKECUDA_MAX_PTX_ISA=9.0      highest PTX ISA the JIT accepts (default: from the driver version)
-//   FAKECUDA_JIT_DELAY_MS=0       time each JIT takes
+//   FAKECUDA_JIT_DELAY_MS=0       time each JIT takes: a sleep of n ms per PTX input checked (the
+//                                 module-load JIT of cuModuleLoadData(Ex), each cuLinkAddData before
+//                                 cuLinkComplete), so a one-input JIT takes n ms (tests of nodes
+//                                 starting together, compile locks, timeouts)
 //   FAKECUDA_FAIL_JIT=1           every JIT fails (CUDA_ERROR_INVALID_PTX, with an error log)
 //   FAKECUDA_FAIL_LOAD=list       module loads of these images fail with CUDA_ERROR_INVALID_IMAGE:
 //                                 "all", "sass" / "sm_90"... (shipped cubins), "ptx" (PTX given to

@@ -82,6 +82,7 @@ class memory_store final : public remote_store {
     return out;
   }
   reply put_if_absent(const std::string& key, const std::vector<std::uint8_t>& body) noexcept override {
+    std::this_thread::sleep_for(put_delay);  // a slow upload (outside the lock: reads go on)
     std::lock_guard<std::mutex> g(mu);
     ++puts;
     reply r;
@@ -110,6 +111,7 @@ class memory_store final : public remote_store {
   std::map<std::string, std::vector<std::uint8_t>> data;
   std::map<std::string, std::string> leases;
   bool failing = false;
+  std::chrono::milliseconds put_delay{0};
   int gets = 0, puts = 0;
 };
 
@@ -399,6 +401,30 @@ TEST_CASE("a lease: the second node waits for the first node's entry instead of 
   REQUIRE(hit);
   CHECK(hit->where.find("remote") == 0);
   CHECK(store->leases.empty());  // released by its owner
+}
+
+TEST_CASE("a lease is released after the holder's upload, not before: a waiting node never compiles too") {
+  // The JIT service drops the compile guard right after its local store, while the upload is still
+  // queued: released then, the lease let a waiting node (entry not there yet) take it and compile.
+  auto store = std::make_shared<memory_store>();
+  store->put_delay = std::chrono::milliseconds(400);
+  auto cfg = rw_config();
+  cfg.lease = std::chrono::milliseconds(5000);
+  auto a = make_node("lease_order_a", store, cfg);
+  const jit_key k = key_for(0x81);
+  auto ga = a.layer->begin_compile(k);
+  REQUIRE(ga);
+  a.layer->store(k, fatpack::core::byte_span(cubin90()));
+  ga.reset();  // as the JIT service does after its store: the upload is still on its way
+  {
+    std::lock_guard<std::mutex> g(store->mu);
+    CHECK(store->leases.size() == 1);  // still held: the entry is not in the remote yet
+    CHECK(store->data.empty());
+  }
+  REQUIRE(a.layer->flush(10000));
+  std::lock_guard<std::mutex> g(store->mu);
+  CHECK(store->data.size() == 1);
+  CHECK(store->leases.empty());  // released once the entry is there
 }
 
 TEST_CASE("settings: a read-write remote needs a key or the explicit opt-in; key files are checked") {

@@ -4,12 +4,16 @@
 // uploads (at exit, without waiting), another loads without a JIT and copies locally; a node with
 // another key refuses it; a server that is down or never answers is a warning and a JIT, and the
 // machine's processes skip it afterwards; libcurl is loaded only when a remote is configured; the
-// CLI's warm --push, cache push and cache pull.
+// CLI's warm --push, cache push and cache pull. N nodes starting together (8 probes, their own local
+// caches, one remote, a slow fake JIT): with a Redis lease each key is compiled once in all; without
+// one (Redis, nginx) the JIT count and the wall times are printed (docs/benchmarks.md).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include "../cache/cache_support.hpp"
+#include "remote/remote_store.hpp"
 #include "servers.hpp"
+#include "redis_server.hpp"
 
 #include <doctest/doctest.h>
 
@@ -59,7 +63,90 @@ std::vector<std::string> args_for(const std::string& pkg, std::vector<std::strin
   return a;
 }
 
+// N nodes starting together (issue 15): `n` probes started at once, each with its own local cache,
+// all sharing the remote `url` read-write with one key, each JIT taking `jit_ms` (the fake driver's
+// FAKECUDA_JIT_DELAY_MS), loading the package `pkg`. `lease_ms` > 0: FATPACK_CACHE_REMOTE_LEASE_MS.
+struct herd_result {
+  std::size_t jits = 0;            // the fake driver's JIT log: JITs of every node together
+  std::size_t all_loaded = 0;      // nodes that loaded every module
+  long remote_hits = 0, lease_waits = 0;
+  double wall_s = 0;               // first start to last exit
+};
+
+herd_result run_herd(const std::string& url, const std::string& pkg, int n, int modules, int jit_ms, long lease_ms,
+                     const std::string& name) {
+  const std::string dir = fresh_dir(name), log = dir + "/jit.log";
+  const std::string key = key_file(dir, "fleet.key", 'h');
+  env_map extra = {{"FATPACK_CACHE_REMOTE", url}, {"FATPACK_CACHE_REMOTE_MODE", "read-write"},
+                   {"FATPACK_CACHE_REMOTE_KEY", key}, {"FAKECUDA_JIT_DELAY_MS", std::to_string(jit_ms)}};
+  if (lease_ms > 0) extra["FATPACK_CACHE_REMOTE_LEASE_MS"] = std::to_string(lease_ms);
+  std::vector<std::string> argv = {PROBE_PATH, "--package", pkg, "load-all", "remote-stats"};
+  herd_result h;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<running> nodes;
+  for (int i = 0; i < n; ++i) nodes.push_back(start(argv, node_env(dir + "/node" + std::to_string(i), log, extra)));
+  for (const auto& r : nodes) {
+    auto c = finish(r);
+    INFO("stdout:\n" << c.out << "\nstderr:\n" << c.err);
+    CHECK(c.status == 0);
+    if (field(c.out, "load-all", "ok") == modules && field(c.out, "load-all", "failed") == 0) ++h.all_loaded;
+    h.remote_hits += std::max(0L, field(c.out, "remote", "hits"));
+    h.lease_waits += std::max(0L, field(c.out, "remote", "lease_waits"));
+  }
+  h.wall_s = seconds_since(t0);
+  h.jits = count_lines(log);
+  return h;
+}
+
+// The Redis backend's store, or why not (not built on this branch, hiredis not installed).
+bool redis_backend_usable(const std::string& url, std::string& why) {
+  fatpack::detail::remote::store_settings s;
+  s.url = url;
+  return fatpack::detail::remote::open_store(s, why) != nullptr;
+}
+
 }  // namespace
+
+TEST_CASE("N nodes starting together: with a Redis lease each key is compiled once") {
+  if (!fatpack_test::redis_server::installed()) {
+    MESSAGE("SKIPPED: redis-server not found (install redis-server)");
+    return;
+  }
+  fatpack_test::redis_server redis;
+  std::string why;
+  if (!redis_backend_usable(redis.url(), why)) {
+    MESSAGE("SKIPPED: the Redis backend cannot be used: " << why);
+    return;
+  }
+  constexpr int nodes = 8, modules = 3, jit_ms = 1500;
+  // With the lease: one node compiles each key, the others wait for its entry and load it.
+  auto leased = run_herd(redis.url(0), keys_package("herd_lease", modules), nodes, modules, jit_ms, 20000, "herd_lease");
+  CHECK(leased.jits == modules);
+  CHECK(leased.all_loaded == nodes);
+  CHECK(leased.remote_hits == (nodes - 1) * modules);
+  // Without it: publish-if-absent only, so nodes that miss together compile together. Guaranteed:
+  // each key at least once, at most once per node.
+  auto free_for_all = run_herd(redis.url(1), keys_package("herd_free", modules), nodes, modules, jit_ms, 0, "herd_free");
+  CHECK(free_for_all.jits >= modules);
+  CHECK(free_for_all.jits <= nodes * modules);
+  CHECK(free_for_all.all_loaded == nodes);
+  MESSAGE("N=" << nodes << " nodes, " << modules << " keys, JIT " << jit_ms << " ms, Redis: with a lease "
+                << leased.jits << " JITs, " << leased.wall_s << " s (" << leased.lease_waits << " lease waits, "
+                << leased.remote_hits << " remote hits); without " << free_for_all.jits << " JITs, "
+                << free_for_all.wall_s << " s (" << free_for_all.remote_hits << " remote hits)");
+}
+
+TEST_CASE("N nodes starting together against nginx (no lease over HTTP): every node loads everything") {
+  nginx_server server;
+  constexpr int nodes = 8, modules = 3, jit_ms = 1500;
+  auto h = run_herd(server.url(), keys_package("herd_http", modules), nodes, modules, jit_ms, 0, "herd_http");
+  CHECK(h.jits >= modules);
+  CHECK(h.jits <= nodes * modules);
+  CHECK(h.all_loaded == nodes);
+  CHECK(stored_keys(server) == modules);
+  MESSAGE("N=" << nodes << " nodes, " << modules << " keys, JIT " << jit_ms << " ms, HTTP (nginx), no lease: "
+                << h.jits << " JITs, " << h.wall_s << " s (" << h.remote_hits << " remote hits)");
+}
 
 TEST_CASE("a node's compile reaches another node through nginx, signed; another key refuses it") {
   nginx_server server;

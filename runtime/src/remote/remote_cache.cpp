@@ -43,18 +43,19 @@ std::string state_file_for(const std::string& state_dir, const std::string& url)
 
 class lease_guard final : public compile_guard {
  public:
-  lease_guard(std::unique_ptr<compile_guard> local, remote_store* store, std::string key, std::string owner)
-      : local_(std::move(local)), store_(store), key_(std::move(key)), owner_(std::move(owner)) {}
+  lease_guard(std::unique_ptr<compile_guard> local, std::shared_ptr<remote_cache> layer, std::string key)
+      : local_(std::move(local)), layer_(std::move(layer)), key_(std::move(key)) {}
   ~lease_guard() override {
-    // After the JIT service's store: the entry is local; its upload is queued (the lease ends with
-    // its TTL if the upload is slower, and a waiting node then compiles too: correct, only slower).
-    if (store_) store_->release(key_, owner_);
+    // After the JIT service's store: the entry is local and its upload queued. The lease goes after
+    // that upload (release_lease), not now: a waiting node that took it before the entry reached
+    // the remote would compile the key again.
+    layer_->release_lease(key_);
   }
 
  private:
   std::unique_ptr<compile_guard> local_;
-  remote_store* store_;
-  std::string key_, owner_;
+  std::shared_ptr<remote_cache> layer_;
+  std::string key_;
 };
 
 }  // namespace
@@ -298,6 +299,19 @@ void remote_cache::upload(const jit_key& key, core::byte_span sass) noexcept {
   }
 }
 
+void remote_cache::release_lease(const std::string& rkey) noexcept {
+  try {
+    // The layer's queue runs its tasks in order on one thread: this runs after the uploads queued
+    // before it, this compile's among them. (A full queue drops it: the lease's TTL ends it.)
+    auto self = shared_from_this();
+    enqueue([self, rkey] {
+      if (remote_store* s = self->store_or_null()) s->release(rkey, self->owner_);
+    }, 0);
+  } catch (const std::exception& e) {
+    warn_once("lease", std::string("JIT cache: fleet cache lease not released (it expires): ") + e.what());
+  }
+}
+
 std::unique_ptr<compile_guard> remote_cache::begin_compile(const jit_key& key) noexcept {
   std::unique_ptr<compile_guard> local = local_->begin_compile(key);
   if (cfg_.lease.count() <= 0 || !cfg_.read_write) return local;
@@ -307,7 +321,7 @@ std::unique_ptr<compile_guard> remote_cache::begin_compile(const jit_key& key) n
     if (!s) return local;
     const std::string rkey = remote_key(cache::make_full_key(key));
     reply r = s->lease(rkey, owner_, cfg_.lease);
-    if (r.what == outcome::acquired) return std::make_unique<lease_guard>(std::move(local), s, rkey, owner_);
+    if (r.what == outcome::acquired) return std::make_unique<lease_guard>(std::move(local), shared_from_this(), rkey);
     if (r.what == outcome::unsupported) {
       warn_once("lease", "JIT cache: fleet cache " + redact_url(cfg_.store.url) + ": " + r.message +
                              "; FATPACK_CACHE_REMOTE_LEASE_MS has no effect");
@@ -334,7 +348,7 @@ std::unique_ptr<compile_guard> remote_cache::begin_compile(const jit_key& key) n
       }
       reply again = s->lease(rkey, owner_, cfg_.lease);
       if (again.what == outcome::acquired)  // the holder gave up (failed, or exited)
-        return std::make_unique<lease_guard>(std::move(local), s, rkey, owner_);
+        return std::make_unique<lease_guard>(std::move(local), shared_from_this(), rkey);
     }
   } catch (const std::exception& e) {
     warn_once("lease", std::string("JIT cache: fleet cache lease failed: ") + e.what());

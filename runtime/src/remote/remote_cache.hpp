@@ -68,6 +68,10 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   // key is configured). store() calls it after the local store; `fatpack warm --push` for entries
   // that were cached already.
   void upload(const jit_key& key, core::byte_span sass) noexcept;
+  // Releases this process's compile lease on the remote key `rkey` once the uploads queued before
+  // it are done (begin_compile's guard calls it after the JIT service's store), so the entry is in
+  // the remote before another node can take the lease.
+  void release_lease(const std::string& rkey) noexcept;
   const std::shared_ptr<sass_cache>& local() const { return local_; }
   const remote_config& config() const { return cfg_; }
   std::string describe() const;  // "https://host/base (read-write, signed)"
