@@ -164,6 +164,7 @@ inline child_result run_child(const std::vector<std::string>& argv, const std::m
     if (kv.rfind("FAKECUDA_", 0) == 0 || kv.rfind("FATPACK_", 0) == 0 || kv.rfind("CUDA_FORCE_PTX_JIT", 0) == 0 ||
         kv.rfind("CUDA_DISABLE_PTX_JIT", 0) == 0)
       continue;
+    if (env.count(kv.substr(0, kv.find('=')))) continue;  // `env` sets it: its value, not a second entry
     envs.push_back(kv);
   }
   for (const auto& kv : env) envs.push_back(kv.first + "=" + kv.second);
