@@ -513,3 +513,69 @@ TEST_CASE("prefetch: one batch for many keys; hits are checked and served by fin
   CHECK_FALSE(b.layer->find(keys[2], true));
   CHECK_FALSE(b.layer->find(keys[4], true));
 }
+
+TEST_CASE("the environment: each variable read, each bad value one problem and no remote") {
+  const std::string dir = fresh("env");
+  const std::string key = dir + "/k", creds = dir + "/c";
+  std::ofstream(key) << std::string(40, 'e');
+  std::ofstream(creds) << "bearer tok-from-file";
+  chmod(key.c_str(), 0600);
+  chmod(creds.c_str(), 0600);
+  const char* vars[] = {"FATPACK_CACHE_REMOTE", "FATPACK_CACHE_REMOTE_MODE", "FATPACK_CACHE_REMOTE_KEY",
+                        "FATPACK_CACHE_REMOTE_TRUST_ALL_WRITERS", "FATPACK_CACHE_REMOTE_CONNECT_TIMEOUT_MS",
+                        "FATPACK_CACHE_REMOTE_TIMEOUT_MS", "FATPACK_CACHE_REMOTE_LEASE_MS",
+                        "FATPACK_CACHE_REMOTE_CREDENTIALS", "FATPACK_CACHE_REMOTE_TOKEN",
+                        "FATPACK_CACHE_REMOTE_CA_FILE", "FATPACK_CACHE_REMOTE_EXIT_FLUSH_MS"};
+  auto clear = [&] {
+    for (const char* v : vars) unsetenv(v);
+  };
+  clear();
+  CHECK(remote_config_from_env().store.url.empty());  // nothing configured: no remote, no problem
+  setenv("FATPACK_CACHE_REMOTE", "https://cache.example/fp", 1);
+  setenv("FATPACK_CACHE_REMOTE_MODE", "read-write", 1);
+  setenv("FATPACK_CACHE_REMOTE_KEY", key.c_str(), 1);
+  setenv("FATPACK_CACHE_REMOTE_CONNECT_TIMEOUT_MS", "250", 1);
+  setenv("FATPACK_CACHE_REMOTE_TIMEOUT_MS", "1500", 1);
+  setenv("FATPACK_CACHE_REMOTE_LEASE_MS", "60000", 1);
+  setenv("FATPACK_CACHE_REMOTE_TOKEN", "tok-from-env", 1);
+  setenv("FATPACK_CACHE_REMOTE_CA_FILE", "/etc/ssl/ca.pem", 1);
+  setenv("FATPACK_CACHE_REMOTE_EXIT_FLUSH_MS", "700", 1);
+  auto c = remote_config_from_env();
+  CHECK(c.problems.empty());
+  CHECK(c.enabled());
+  CHECK(c.read_write);
+  CHECK(c.key == std::string(40, 'e'));
+  CHECK(c.store.connect_timeout.count() == 250);
+  CHECK(c.store.transfer_timeout.count() == 1500);
+  CHECK(c.lease.count() == 60000);
+  CHECK(c.store.bearer_token == "tok-from-env");
+  CHECK(c.store.ca_file == "/etc/ssl/ca.pem");
+  CHECK(c.exit_flush.count() == 700);
+  setenv("FATPACK_CACHE_REMOTE_CREDENTIALS", creds.c_str(), 1);
+  CHECK(remote_config_from_env().store.bearer_token == "tok-from-file");  // the file wins
+  // Bad values: each one a problem, and the remote is not used.
+  for (auto [var, value] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"FATPACK_CACHE_REMOTE_MODE", "rw"},
+           {"FATPACK_CACHE_REMOTE_TIMEOUT_MS", "0"},
+           {"FATPACK_CACHE_REMOTE_TIMEOUT_MS", "12abc"},
+           {"FATPACK_CACHE_REMOTE_CONNECT_TIMEOUT_MS", "999999999999"},
+           {"FATPACK_CACHE_REMOTE_LEASE_MS", "-5"},
+           {"FATPACK_CACHE_REMOTE_KEY", "/nonexistent/key"}}) {
+    CAPTURE(var);
+    CAPTURE(value);
+    const char* old = std::getenv(var);
+    const std::string saved = old ? old : "";
+    setenv(var, value, 1);
+    auto bad = remote_config_from_env();
+    CHECK_FALSE(bad.problems.empty());
+    CHECK_FALSE(bad.enabled());
+    if (old) setenv(var, saved.c_str(), 1);
+    else unsetenv(var);
+  }
+  // Read-write without a key: refused unless trusted.
+  unsetenv("FATPACK_CACHE_REMOTE_KEY");
+  CHECK_FALSE(remote_config_from_env().enabled());
+  setenv("FATPACK_CACHE_REMOTE_TRUST_ALL_WRITERS", "1", 1);
+  CHECK(remote_config_from_env().enabled());
+  clear();
+}
