@@ -119,55 +119,60 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
   jit_service& jit = jit_service::instance();
   const policy pol = resolve_policy(std::nullopt);  // FATPACK_POLICY / CUDA_FORCE_PTX_JIT, as a load
 
+  // What each job selects: the device the runtime would see, a GPU of this CC, Tegra when the CC is
+  // a Tegra one, with this driver.
+  std::vector<module_selection> selected;
+  selected.reserve(jobs.size());
+  for (const auto& j : jobs)
+    selected.push_back(
+        select_entries(entries_of_module(j.pkg, j.module), j.target, core::is_tegra_arch(j.target), drv.version, pol));
+  auto request_for = [&](const job& j, std::size_t entry) {
+    jit_request req;
+    req.package = j.pkg;
+    req.entry = entry;
+    req.drv = &drv;
+    req.dev = &ctx_dev;
+    req.module = j.module;
+    req.target_arch = j.target;
+    return req;
+  };
+  auto ptx_chosen = [&](std::size_t i) {
+    const auto& chosen = selected[i].sel.chosen;
+    return chosen && jobs[i].pkg->view.entries().at(*chosen).target.kind == core::entry_kind::ptx;
+  };
+
   // With a remote: what this directory lacks is looked up in one batch first (Redis MGET, parallel
   // HTTP GETs) instead of one request per item.
   if (layer) {
     std::vector<jit_key> wanted;
-    for (const auto& j : jobs) {
-      const module_selection ms =
-          select_entries(entries_of_module(j.pkg, j.module), j.target, core::is_tegra_arch(j.target), drv.version, pol);
-      if (!ms.sel.chosen || j.pkg->view.entries().at(*ms.sel.chosen).target.kind != core::entry_kind::ptx) continue;
-      jit_request req;
-      req.package = j.pkg;
-      req.entry = *ms.sel.chosen;
-      req.drv = &drv;
-      req.dev = &ctx_dev;
-      req.module = j.module;
-      req.target_arch = j.target;
-      const jit_key key = jit.cache_key_for(req);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!ptx_chosen(i)) continue;
+      const jit_key key = jit.cache_key_for(request_for(jobs[i], *selected[i].sel.chosen));
       if (!disk->find(key, false)) wanted.push_back(key);
     }
     layer->prefetch(wanted);
   }
 
   std::vector<warm_item> items;
-  for (const auto& j : jobs) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const job& j = jobs[i];
     warm_item it;
     it.package = j.pkg->name;
     it.module = j.module;
     it.target = j.target;
-    const module_entries me = entries_of_module(j.pkg, j.module);
     const auto& es = j.pkg->view.entries();
-    // The device the runtime would see: a GPU of this CC, Tegra when the CC is a Tegra one, with
-    // this driver.
-    const module_selection ms = select_entries(me, j.target, core::is_tegra_arch(j.target), drv.version, pol);
+    const module_selection& ms = selected[i];
     if (!ms.sel.chosen) {
       it.result = warm_item::outcome::no_ptx;
       it.message = ms.sel.nothing_fits;
     } else {
       const auto& e = es.at(*ms.sel.chosen);
       it.entry = describe_target(e);
-      if (e.target.kind != core::entry_kind::ptx) {
+      if (!ptx_chosen(i)) {
         it.result = warm_item::outcome::has_sass;
         it.message = ms.sel.candidates.front().reason;
       } else {
-        jit_request req;
-        req.package = j.pkg;
-        req.entry = *ms.sel.chosen;
-        req.drv = &drv;
-        req.dev = &ctx_dev;
-        req.module = j.module;
-        req.target_arch = j.target;
+        const jit_request req = request_for(j, *ms.sel.chosen);
         const jit_key key = jit.cache_key_for(req);
         if (auto here = disk->find(key, false)) {
           it.result = warm_item::outcome::already_cached;
