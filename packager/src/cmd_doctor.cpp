@@ -63,12 +63,19 @@ nlohmann::json to_json(const fd::report& r) {
     j["cache_layer"] = m.cache_layer.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.cache_layer);
     j["jit_path"] = m.jit ? nlohmann::json(m.jit_path) : nlohmann::json(nullptr);
     j["code_key"] = m.jit ? nlohmann::json(m.code_key) : nlohmann::json(nullptr);
+    j["pieces"] = m.pieces;
+    j["pieces_cached"] = m.pieces_cached;
     doc["loads"].push_back(j);
   }
   return doc;
 }
 
 std::string cache_words(const fd::module_report& m) {
+  const std::string pieces = m.pieces ? " (in " + std::to_string(m.pieces) + " pieces)" : std::string();
+  if (m.cache == "partial")
+    return std::to_string(m.pieces_cached) + " of " + std::to_string(m.pieces) + " pieces in the cache (" +
+           m.cache_layer + "): the others JIT-compiled at the first load (" + m.jit_path + ")";
+  if (!pieces.empty() && m.cache == "miss") return "not in the cache: JIT at the first load" + pieces + " (" + m.jit_path + ")";
   if (m.cache == "hit") return "SASS in the cache (" + m.cache_layer + "): no JIT";
   if (m.cache == "other-driver")
     return "SASS of another driver in the cache (" + m.cache_layer + "): used at once, re-JIT-ed for this driver in the background";

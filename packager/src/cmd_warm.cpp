@@ -30,7 +30,8 @@ struct warm_args {
 
 // One line per item that says what happened; the selector's or the JIT's words for the why.
 void print_item(const fc::warm_item& it) {
-  const std::string what = it.package + "/" + it.module + " for " + core::sm_name(it.target);
+  std::string what = it.package + "/" + it.module + " for " + core::sm_name(it.target);
+  if (it.pieces) what += " in " + std::to_string(it.pieces) + " pieces";
   switch (it.result) {
     case fc::warm_item::outcome::compiled:
       std::printf("compiled       %s from %s (%.0f ms)\n", what.c_str(), it.entry.c_str(), it.jit_ms);

@@ -51,8 +51,10 @@ inline std::string fresh_dir(const std::string& name) {
   return d;
 }
 
+// The cache suites count entries and JITs per module: whole-module loads unless a test asks for
+// pieces (kernel-granular JIT, the default, has its own suite: tests/runtime/pieces_test.cpp).
 inline env_map fake_env(env_map extra = {}) {
-  env_map e{{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}};
+  env_map e{{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}, {"FATPACK_JIT_PIECES", "off"}};
   for (auto& kv : extra) e[kv.first] = kv.second;
   return e;
 }

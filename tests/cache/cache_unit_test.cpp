@@ -49,6 +49,8 @@ const bool g_env = [] {
   setenv("FATPACK_LIBCUDA", FAKECUDA_PATH, 1);
   setenv("FAKECUDA_DEVICES", "90", 1);
   setenv("FATPACK_CACHE_DISABLE", "1", 1);  // the runtime's own default cache stays out of the way
+  // Entries per module are counted here: whole-module loads (pieces: tests/runtime/pieces_test.cpp).
+  setenv("FATPACK_JIT_PIECES", "off", 1);
   unsetenv("FATPACK_DRIVER_VERSION_FILE");
   return true;
 }();

@@ -87,6 +87,22 @@ cache_warm)
   c=$work/cache
   run 0 "$fatpack" pack -o w.fpk --name w --module vadd "$art/vadd.sm_75.cubin" "$art/vadd.sm_80.cubin" \
     "$art/vadd.compute_80.ptx"
+  # Kernel-granular JIT (the default): vadd.cu has two kernels that share nothing, so the runtime
+  # compiles it in two pieces (docs/runtime.md), and warm compiles what a load would, piece by piece.
+  pc=$work/pieces-cache
+  run 0 "$fatpack" warm --path "$pc" w.fpk
+  expect_in out.txt "^compiled +w/vadd for sm_90 in 2 pieces from compute_80"
+  [ "$(jits)" = 2 ] || fail "warm ran $(jits) JITs, expected 2 (one per piece)"
+  run 0 "$fatpack" warm --path "$pc" w.fpk
+  expect_in out.txt "^already cached +w/vadd for sm_90 in 2 pieces"
+  FATPACK_CACHE_PATH=$pc run 0 "$PROBE" --package w.fpk load vadd cache-wait
+  expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
+  [ "$(jits)" = 2 ] || fail "the program JIT-ed although warm had filled the cache with the pieces ($(jits) JITs)"
+  FAKECUDA_FAIL_JIT=1 run 1 "$fatpack" warm --path "$work/pieces-fail" w.fpk
+  expect_in out.txt "^FAILED +w/vadd for sm_90 in 2 pieces: vadd piece [12] of 2 "
+  rm -f "$work/jit.log"
+  # The rest counts whole-module entries.
+  export FATPACK_JIT_PIECES=off
   run 0 "$fatpack" warm --path "$c" w.fpk
   expect_in out.txt "^compiled +w/vadd for sm_90 from compute_80"
   expect_in out.txt "1 compiled .* 0 failed"
@@ -198,27 +214,28 @@ doctor)
   expect_in out.txt "^device 1: .*CC 8.0 \\(sm_80\\)"
   expect_in out.txt "^cache: +read-write: $work/cache does not exist yet"
   expect_in out.txt "^package 'w' \\(app \\(embedded\\)\\): 3 entries: sm_75, sm_80, compute_80 \\(PTX ISA 9.0\\); module vadd"
-  expect_in out.txt "^  device 0 \\(sm_90\\) w/vadd: compute_80 \\(PTX ISA 9.0\\) .*not in the cache: JIT at the first load \\(culink\\)"
+  expect_in out.txt "^  device 0 \\(sm_90\\) w/vadd: compute_80 \\(PTX ISA 9.0\\) .*not in the cache: JIT at the first load \\(in 2 pieces\\) \\(culink\\)"
   expect_in out.txt "^  device 1 \\(sm_80\\) w/vadd: sm_80 \\(exact SASS for CC 8.0\\)$"
   expect_in out.txt "^summary: +1 SASS, 0 from the cache, 1 to JIT-compile, 0 with nothing that fits"
   [ ! -e "$work/cache" ] || fail "doctor created the cache directory"
   # The runtime agrees: a load on device 0 picks that entry and JIT-compiles it (into the cache), on
   # device 1 it loads sm_80; then doctor finds the SASS under the key the load stored it with.
-  FAKECUDA_JIT_LOG=$work/jit.log run 0 "$PROBE" --package w.fpk --device 0 load vadd
+  FAKECUDA_JIT_LOG=$work/jit.log run 0 "$PROBE" --package w.fpk --device 0 load vadd cache-wait
   expect_in out.txt "load vadd device=0 ok entry=2 target=compute_80"
-  [ "$(wc -l < jit.log)" = 1 ] || fail "the load ran $(wc -l < jit.log) JITs, expected 1"
+  [ "$(wc -l < jit.log)" = 2 ] || fail "the load ran $(wc -l < jit.log) JITs, expected 2 (one per piece)"
   run 0 "$PROBE" --package w.fpk --device 1 load vadd
   expect_in out.txt "load vadd device=1 ok entry=1 target=sm_80"
   run 0 "$fatpack" doctor --json app
   json "m=[l for l in d['loads'] if l['device']==0][0]; assert m['jit'] and m['cache']=='hit' and m['cache_layer']=='user' and m['code_key'].startswith('v1|culink|'), m"
   json "m=[l for l in d['loads'] if l['device']==1][0]; assert not m['jit'] and m['loads']=='sm_80' and m['cache'] is None, m"
   json "assert d['driver']['loaded'] and d['driver']['version']=='13.0' and [v['device'] for v in d['devices']]==['sm_90','sm_80'], d"
-  json "l=d['cache']['layers']; assert d['cache']['mode']=='read-write' and l[0]['role']=='user' and l[0]['entries']==1, l"
+  json "m=[l for l in d['loads'] if l['device']==0][0]; assert m['pieces']==2 and m['pieces_cached']==2, m"
+  json "l=d['cache']['layers']; assert d['cache']['mode']=='read-write' and l[0]['role']=='user' and l[0]['entries']==2, l"
   # Another driver: the entry is used at once and re-JIT-ed in the background; a prebuilt layer is named.
   FAKECUDA_DRIVER_VERSION=13010 run 0 "$fatpack" doctor app
   expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS of another driver in the cache \\(user\\)"
   FATPACK_CACHE_PATH=$work/empty FATPACK_CACHE_PREBUILT_PATH=$work/cache run 0 "$fatpack" doctor app
-  expect_in out.txt "^  prebuilt $work/cache: present, 1 entry"
+  expect_in out.txt "^  prebuilt $work/cache: present, 2 entries"
   expect_in out.txt "device 0 \\(sm_90\\) w/vadd: .*SASS in the cache \\(prebuilt $work/cache\\)"
   # Package and module names are outside input: shown with control bytes escaped, never as a
   # terminal escape sequence (before: ESC went to the terminal as is).
@@ -237,7 +254,7 @@ doctor)
   # No driver: said so; packages and cache are still reported.
   FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor app
   expect_in out.txt "^driver: +none: .*no-such-libcuda.so"
-  expect_in out.txt "^  user +$work/cache: present, 1 entry"
+  expect_in out.txt "^  user +$work/cache: present, 2 entries"
   expect_in out.txt "^package 'w' "
   FATPACK_LIBCUDA=$work/no-such-libcuda.so run 0 "$fatpack" doctor --json
   json "assert not d['driver']['loaded'] and d['driver']['error'] and d['devices']==[] and d['loads']==[] and d['packages']==[], d"
@@ -549,7 +566,7 @@ jit_options)
   expect_in out.txt "^      options: -maxrregcount=32 --generate-line-info -O2 --warn-on-spills$"
   FAKECUDA_DEVICES=90 FAKECUDA_JIT_LOG=$work/jit.log FATPACK_CACHE_DISABLE=1 run 0 "$PROBE" --package o.fpk load vadd
   expect_in out.txt "load vadd device=0 ok entry=0 target=compute_80"
-  expect_in jit.log " culink sm_90 [0-9a-f]{16} opts=O2,maxrregcount=32,lineinfo vadd: compute_80"
+  expect_in jit.log " culink sm_90 [0-9a-f]{16} opts=O2,maxrregcount=32,lineinfo vadd piece 1 of 2 \\(kernel vadd\\): compute_80"
   # A bad value refuses the build before nvcc runs, and leaves no package.
   run 2 "$fatpack" build -o bad.fpk --arch 80-virtual "$src/tests/kernels/vadd.cu" -- -maxrregcount -5
   expect_in err.txt "^fatpack: error: nvcc options after '--': -maxrregcount=-5: not a register count \\(1\\.\\.255\\)"

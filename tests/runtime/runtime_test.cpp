@@ -38,6 +38,9 @@ const bool g_env = [] {
   setenv("FAKECUDA_JIT_LOG", (temp_dir() + "/jit.log").c_str(), 1);
   // These tests count JITs; the disk cache (on by default) has its own suite in tests/cache.
   setenv("FATPACK_CACHE_DISABLE", "1", 1);
+  // These tests count JITs and modules of whole-module loads (the children of runtime_process_test
+  // too); kernel-granular JIT, the default, has its own suite (pieces_test.cpp).
+  setenv("FATPACK_JIT_PIECES", "off", 1);
   for (const char* v : {"FATPACK_FORCE_PTX_JIT", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT", "FATPACK_LOG",
                         "FAKECUDA_FAIL_JIT", "FAKECUDA_FAIL_LOAD", "FAKECUDA_MAX_PTX_ISA", "FAKECUDA_JIT_DELAY_MS"})
     unsetenv(v);

@@ -154,7 +154,8 @@ struct child_result {
 };
 
 // Runs `argv` with the current environment minus FAKECUDA_*/FATPACK_*/CUDA_*_PTX_JIT, plus `env`
-// (plus FATPACK_CACHE_DISABLE=1 when `env` sets no FATPACK_CACHE_* variable).
+// (plus FATPACK_CACHE_DISABLE=1 when `env` sets no FATPACK_CACHE_* variable, and FATPACK_JIT_PIECES=off
+// when it does not set that).
 inline child_result run_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   static int counter = 0;
   std::string base = temp_dir() + "/child" + std::to_string(++counter);
@@ -173,6 +174,9 @@ inline child_result run_child(const std::vector<std::string>& argv, const std::m
   bool cache_configured = false;
   for (const auto& kv : env) cache_configured |= kv.first.rfind("FATPACK_CACHE_", 0) == 0;
   if (!cache_configured) envs.push_back("FATPACK_CACHE_DISABLE=1");
+  // Whole-module loads (their JITs and entries are what these tests count) unless the test asks for
+  // kernel-granular JIT (tests/runtime/pieces_test.cpp).
+  if (!env.count("FATPACK_JIT_PIECES")) envs.push_back("FATPACK_JIT_PIECES=off");
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);

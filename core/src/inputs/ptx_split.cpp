@@ -533,6 +533,8 @@ class splitter {
         piece.text += '\n';
         piece.text.append(text_.substr(items()[i].begin, items()[i].end - items()[i].begin));
         piece.text += '\n';
+        if (items()[i].kind == item::variable && items()[i].is_state)
+          for (std::string_view name : items()[i].names) piece.globals.emplace_back(name);
       }
       pieces.push_back(std::move(piece));
     }

@@ -13,6 +13,7 @@
 #include "cache/fs.hpp"
 #include "cache/key.hpp"
 #include "jit/service.hpp"
+#include "load/pieces.hpp"
 #include "load/selection.hpp"
 #include "platform/device.hpp"
 #include "platform/driver.hpp"
@@ -189,16 +190,27 @@ report diagnose(const std::vector<package_bytes>& packages) {
           req.drv = &d;
           req.dev = &dev;
           req.module = mod;
-          const jit_key key = jit.cache_key_for(req);
+          // As a load compiles it: in pieces where the runtime splits it (load/pieces.hpp).
+          auto reqs = requests_as_loaded(req);
+          std::vector<jit_request> asked = reqs ? std::move(*reqs) : std::vector<jit_request>{req};
+          const jit_key key = jit.cache_key_for(asked.front());
           m.jit_path = key.backend;
           m.code_key = dc::make_code_key(key).text;
+          if (asked.size() > 1) m.pieces = asked.size();
           if (!disk) {
             m.cache = "disabled";
-          } else if (auto hit = disk->find(key, true)) {
-            m.cache = hit->exact ? "hit" : "other-driver";
-            m.cache_layer = hit->where;
           } else {
-            m.cache = "miss";
+            bool all_exact = true;
+            for (const auto& one : asked) {
+              auto hit = disk->find(jit.cache_key_for(one), true);
+              if (!hit) continue;
+              ++m.pieces_cached;
+              all_exact = all_exact && hit->exact;
+              if (m.cache_layer.empty()) m.cache_layer = hit->where;
+            }
+            if (m.pieces_cached == asked.size()) m.cache = all_exact ? "hit" : "other-driver";
+            else m.cache = m.pieces_cached ? "partial" : "miss";
+            if (!m.pieces) m.pieces_cached = 0;
           }
         }
         r.modules.push_back(std::move(m));

@@ -8,6 +8,7 @@
 #include "cache/directory.hpp"
 #include "cache/disk_cache.hpp"
 #include "jit/service.hpp"
+#include "load/pieces.hpp"
 #include "load/selection.hpp"
 #include "platform/device.hpp"
 #include "platform/os.hpp"
@@ -62,6 +63,46 @@ class scoped_cache {
   bool had_ = false;
   std::shared_ptr<sass_cache> previous_;
 };
+
+// One request (a whole entry, or one piece of it): already in this directory, pulled from the
+// remote, compiled here, or why not. Only result, message and jit_ms are set.
+warm_item warm_request(const jit_request& req, jit_service& jit, disk_cache& disk, remote::remote_cache* layer,
+                       const std::string& root, const warm_options& options) {
+  warm_item it;
+  const jit_key key = jit.cache_key_for(req);
+  if (auto here = disk.find(key, false)) {
+    it.result = warm_item::outcome::already_cached;
+    if (layer) layer->upload(key, core::byte_span(here->sass.data(), here->sass.size()));  // --push
+  } else if (layer && layer->find(key, false)) {
+    it.result = warm_item::outcome::pulled;  // copied into this directory by the layer's queue
+  } else if (!options.compile) {
+    it.result = warm_item::outcome::not_found;
+    it.message = "neither in " + root + " nor in " + remote::redact_url(options.remote.url);
+  } else {
+    auto r = jit.compile(req);
+    if (!r) {
+      it.message = r.error().message;
+    } else if (r->from_cache) {
+      it.result = warm_item::outcome::already_cached;  // published by another process meanwhile
+    } else {
+      it.jit_ms = r->jit_ms;
+      // The store runs on the pool; wait for it and check that the entry is there.
+      jit.flush_stores();
+      if (disk.find(key, false)) {
+        it.result = warm_item::outcome::compiled;
+      } else if (r->reused) {
+        // Compiled earlier in this process (another package with the same PTX, or a piece the pool
+        // compiled) under a cache that is gone: store it here directly.
+        disk.store(key, core::byte_span(r->sass->data(), r->sass->size()));
+        it.result = disk.find(key, false) ? warm_item::outcome::compiled : warm_item::outcome::failed;
+        if (it.result == warm_item::outcome::failed) it.message = "compiled, but not stored in " + root;
+      } else {
+        it.message = "compiled, but not stored in " + root + " (FATPACK_LOG=debug says why)";
+      }
+    }
+  }
+  return it;
+}
 
 }  // namespace
 
@@ -141,14 +182,28 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
     return chosen && jobs[i].pkg->view.entries().at(*chosen).target.kind == core::entry_kind::ptx;
   };
 
+  // The requests a load would make for each job: one per piece where the runtime compiles the
+  // module in pieces (load/pieces.hpp), else the whole entry. Made once; an error is the job's.
+  std::vector<result<std::vector<jit_request>>> requests;
+  requests.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!ptx_chosen(i)) {
+      requests.emplace_back(std::vector<jit_request>{});
+      continue;
+    }
+    requests.push_back(requests_as_loaded(request_for(jobs[i], *selected[i].sel.chosen)));
+  }
+
   // With a remote: what this directory lacks is looked up in one batch first (Redis MGET, parallel
   // HTTP GETs) instead of one request per item.
   if (layer) {
     std::vector<jit_key> wanted;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (!ptx_chosen(i)) continue;
-      const jit_key key = jit.cache_key_for(request_for(jobs[i], *selected[i].sel.chosen));
-      if (!disk->find(key, false)) wanted.push_back(key);
+    for (const auto& reqs : requests) {
+      if (!reqs) continue;
+      for (const auto& req : *reqs) {
+        const jit_key key = jit.cache_key_for(req);
+        if (!disk->find(key, false)) wanted.push_back(key);
+      }
     }
     layer->prefetch(wanted);
   }
@@ -172,38 +227,38 @@ result<std::vector<warm_item>> warm_packages(admin& a, const std::vector<std::st
         it.result = warm_item::outcome::has_sass;
         it.message = ms.sel.candidates.front().reason;
       } else {
-        const jit_request req = request_for(j, *ms.sel.chosen);
-        const jit_key key = jit.cache_key_for(req);
-        if (auto here = disk->find(key, false)) {
-          it.result = warm_item::outcome::already_cached;
-          if (layer) layer->upload(key, core::byte_span(here->sass.data(), here->sass.size()));  // --push
-        } else if (layer && layer->find(key, false)) {
-          it.result = warm_item::outcome::pulled;  // copied into this directory by the layer's queue
-        } else if (!options.compile) {
-          it.result = warm_item::outcome::not_found;
-          it.message = "neither in " + cache.root() + " nor in " + remote::redact_url(options.remote.url);
+        if (!requests[i]) {
+          it.message = requests[i].error().message;
         } else {
-          auto r = jit.compile(req);
-          if (!r) {
-            it.message = r.error().message;
-          } else if (r->from_cache) {
-            it.result = warm_item::outcome::already_cached;  // published by another process meanwhile
-          } else {
-            it.jit_ms = r->jit_ms;
-            // The store runs on the pool; wait for it and check that the entry is there.
-            jit.flush_stores();
-            if (disk->find(key, false)) {
-              it.result = warm_item::outcome::compiled;
-            } else if (r->reused) {
-              // Compiled earlier in this process (another package with the same PTX) under a cache
-              // that is gone: store it here directly.
-              disk->store(key, core::byte_span(r->sass->data(), r->sass->size()));
-              it.result = disk->find(key, false) ? warm_item::outcome::compiled : warm_item::outcome::failed;
-              if (it.result == warm_item::outcome::failed) it.message = "compiled, but not stored in " + cache.root();
-            } else {
-              it.message = "compiled, but not stored in " + cache.root() + " (FATPACK_LOG=debug says why)";
+          const auto& reqs = *requests[i];
+          // Pieces compile in parallel on the JIT pool; each is then waited for below in order.
+          if (options.compile && reqs.size() > 1)
+            for (const auto& req : reqs)
+              if (!disk->find(jit.cache_key_for(req), false) && !(layer && layer->find(jit.cache_key_for(req), false)))
+                (void)jit.enqueue(req);
+          // The item's outcome over its requests (one, or one per piece): the first failure, else
+          // compiled when any was, else pulled when any was, else already cached.
+          bool any_compiled = false, any_pulled = false, all_cached = true, stopped = false;
+          for (const auto& req : reqs) {
+            warm_item one = warm_request(req, jit, *disk, layer.get(), cache.root(), options);
+            it.jit_ms += one.jit_ms;
+            if (one.result == warm_item::outcome::compiled) any_compiled = true;
+            if (one.result == warm_item::outcome::pulled) any_pulled = true;
+            if (one.result != warm_item::outcome::already_cached) all_cached = false;
+            if (one.result == warm_item::outcome::failed || one.result == warm_item::outcome::not_found) {
+              it.result = one.result;
+              it.message = reqs.size() > 1 ? req.module + ": " + one.message : one.message;
+              stopped = true;
+              break;
             }
           }
+          if (!stopped) {
+            it.result = any_compiled ? warm_item::outcome::compiled
+                        : any_pulled ? warm_item::outcome::pulled
+                        : all_cached ? warm_item::outcome::already_cached
+                                     : warm_item::outcome::failed;
+          }
+          if (reqs.size() > 1) it.pieces = reqs.size();
         }
       }
     }

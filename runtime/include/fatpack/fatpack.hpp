@@ -171,6 +171,11 @@ struct load_report {
   // "queued: compute_80 JIT for CC 8.6 in the background (sm_80 SASS runs now); used from the next
   // start" or "used: compute_80 JIT for CC 8.6 from the cache, instead of sm_80 SASS".
   std::string upgrade;
+  // Kernel-granular JIT (set_jit_pieces): "" when the chosen entry needed no JIT or pieces are off;
+  // else how the PTX was split ("400 pieces (per kernel), compiled in the background; ...") or why it
+  // was compiled whole ("not split: relocatable PTX ..."). split_ms: the split's time.
+  std::string pieces;
+  double split_ms = 0;
   // Milliseconds per phase. context: choosing the context (the primary context's creation, the first
   // time a process uses the device: 100-300 ms, not fatpack's own cost).
   double select_ms = 0, context_ms = 0, decompress_ms = 0, jit_ms = 0, load_ms = 0, total_ms = 0;
@@ -179,10 +184,16 @@ struct load_report {
   FATPACK_API std::string trace() const;
 };
 
+// Kernel-granular JIT: see set_jit_pieces.
+enum class jit_pieces { off, on_demand, background };
+
 struct load_options {
   int device = -1;                        // -1: the device of the calling thread's current context, else 0
   std::string package;                    // "" : any registered package holding the module
   std::optional<fatpack::policy> policy;  // overrides the process policy for this load
+  // Kernel-granular JIT for this load (set_jit_pieces): off gives a module with one CUmodule, as
+  // module::handle() users need (the one-line ports load with it off).
+  std::optional<jit_pieces> pieces;
 };
 
 namespace detail {
@@ -466,6 +477,16 @@ FATPACK_API policy effective_policy();       // what a load without an explicit 
 // queued, and the report says so). wait_cache_refresh() waits for the upgrades queued so far.
 FATPACK_API void set_background_upgrade(bool on);
 FATPACK_API bool background_upgrade();
+// Kernel-granular JIT (docs/runtime.md "Kernel-granular JIT"): a module whose PTX must be JIT-compiled
+// is split into independent pieces (docs/splitting.md), each compiled, cached and loaded on its own;
+// asking for a kernel waits only for its own piece. background (the default): load_module queues
+// every piece's compile on the JIT pool and returns; on_demand: a piece compiles when one of its
+// kernels or globals is first asked for; off: the module compiles whole, in load_module. Default:
+// FATPACK_JIT_PIECES=off|on_demand|background, else background; set_jit_pieces() wins once called.
+// A module loaded in pieces has no single CUmodule: module::handle() is null for it (load_options::pieces
+// = off for one that has). enum class jit_pieces is declared above load_options.
+FATPACK_API void set_jit_pieces(jit_pieces mode);
+FATPACK_API jit_pieces get_jit_pieces();
 // JIT threads (default: hardware threads, or FATPACK_JIT_THREADS). Takes effect before the first JIT.
 FATPACK_API void set_jit_threads(unsigned n);
 

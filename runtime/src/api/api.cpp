@@ -167,7 +167,12 @@ result<module> load_module(std::string_view module_name, const load_options& opt
   }
   const bool thread_had_none = ctx->thread_had_none;
   CUcontext primary = ctx->primary ? ctx->ctx : nullptr;
-  auto st = detail::module_table::instance().get_or_load(drv, *r->dev, r->me, r->pol, std::move(ctx.value()));
+  const detail::piece_policy pieces =
+      !options.pieces ? detail::piece_policy_in_use()
+      : *options.pieces == jit_pieces::off       ? detail::piece_policy::off
+      : *options.pieces == jit_pieces::on_demand ? detail::piece_policy::on_demand
+                                                 : detail::piece_policy::background;
+  auto st = detail::module_table::instance().get_or_load(drv, *r->dev, r->me, r->pol, std::move(ctx.value()), false, pieces);
   if (!st) return std::move(st).error();
   // A thread without a current context gets the device's primary context, the one the module is in
   // (as cudart's first call does), so that cuLaunchKernel right after the load finds it. A thread
@@ -266,7 +271,7 @@ result<cu_function> module::function(std::string_view kernel) const {
   if (auto alive = s.check_context(); !alive) return alive.error();
   std::string name(kernel);
   detail::log_deferral defer;  // a lookup may log; the lines go out after s.mu is released
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::unique_lock<std::mutex> lock(s.mu);
   auto it = s.functions.find(name);
   if (it != s.functions.end()) return it->second;
   result<std::string> resolved = std::string();
@@ -276,10 +281,23 @@ result<cu_function> module::function(std::string_view kernel) const {
   if (auto known = s.functions.find(*symbol); known != s.functions.end()) {
     f = known->second;
   } else {
-    CUresult r;
-    {
+    CUmodule mod = s.mod;
+    if (s.pieces) {
+      // Kernel-granular JIT: the kernel's own piece, compiled and loaded without the module's lock
+      // (another thread may be asking for a kernel of another piece meanwhile).
+      const std::uint32_t piece = s.pieces->find(*symbol);
+      if (piece != detail::piece_set::none) {
+        lock.unlock();
+        auto m = detail::load_piece(*s.pieces, piece, s.ctx.ctx);
+        if (!m) return std::move(m).error();
+        lock.lock();
+        mod = *m;
+      }
+    }
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (mod) {
       detail::scoped_context current(*s.drv, s.ctx.ctx);
-      r = s.drv->cuModuleGetFunction(&f, s.mod, symbol->c_str());
+      r = s.drv->cuModuleGetFunction(&f, mod, symbol->c_str());
     }
     if (r != CUDA_SUCCESS || !f) {
       if (!resolved) return std::move(resolved).error();
@@ -354,14 +372,22 @@ warm_handle warm(const warm_options& options) {
         req.drv = (*ds)->drv;
         req.dev = &dev;
         req.module = m;
-        auto task = detail::jit_service::instance().enqueue(req);
-        if (!task) {
-          if (st->failed.ok()) st->failed = std::move(task).error();
+        // As load_module will compile it: in pieces where it splits them (load/pieces.hpp).
+        auto reqs = detail::requests_as_loaded(req);
+        if (!reqs) {
+          if (st->failed.ok()) st->failed = std::move(reqs).error();
           continue;
         }
-        st->tasks.push_back(std::move(task.value()));
-        detail::log_line(log_level::debug, "warm: queued " + m + " (" + detail::describe_target(e) + ") for " +
-                                               dev.identify());
+        for (const auto& one : *reqs) {
+          auto task = detail::jit_service::instance().enqueue(one);
+          if (!task) {
+            if (st->failed.ok()) st->failed = std::move(task).error();
+            continue;
+          }
+          st->tasks.push_back(std::move(task.value()));
+        }
+        detail::log_line(log_level::debug, "warm: queued " + m + " (" + detail::describe_target(e) + ", " +
+                                               std::to_string(reqs->size()) + " compile(s)) for " + dev.identify());
       }
     }
   }

@@ -233,6 +233,17 @@ fatpack_status fatpack_set_background_upgrade(int on) {
   });
 }
 
+fatpack_status fatpack_set_jit_pieces(fatpack_jit_pieces mode) {
+  return guarded([&] {
+    if (mode != FATPACK_JIT_PIECES_OFF && mode != FATPACK_JIT_PIECES_ON_DEMAND && mode != FATPACK_JIT_PIECES_BACKGROUND)
+      return fail(fatpack::errc::invalid_argument, "fatpack_set_jit_pieces: not a fatpack_jit_pieces value");
+    fatpack::set_jit_pieces(mode == FATPACK_JIT_PIECES_OFF         ? fatpack::jit_pieces::off
+                            : mode == FATPACK_JIT_PIECES_ON_DEMAND ? fatpack::jit_pieces::on_demand
+                                                                   : fatpack::jit_pieces::background);
+    return ok();
+  });
+}
+
 fatpack_status fatpack_load_module_with_policy(const char* module_name, const char* package, int device,
                                                fatpack_policy policy, fatpack_module** out) {
   return guarded([&] {

@@ -54,8 +54,19 @@ result<global_info> find_global(const detail::module_state& s, const std::string
                               global_where(s, name) + ": its context could not be made current");
   CUdeviceptr ptr = 0;
   std::size_t size = 0;
+  CUmodule mod = s.mod;
+  if (s.pieces) {
+    // Kernel-granular JIT: the piece that defines the variable (each is in exactly one).
+    const std::uint32_t piece = s.pieces->find(name);
+    if (piece != detail::piece_set::none) {
+      auto m = detail::load_piece(*s.pieces, piece, ctx);
+      if (!m) return std::move(m).error();
+      mod = *m;
+    }
+  }
   CUresult r = s.lib ? d.cuLibraryGetGlobal(&ptr, &size, s.lib, name.c_str())
-                     : d.cuModuleGetGlobal(&ptr, &size, s.mod, name.c_str());
+                     : mod ? d.cuModuleGetGlobal(&ptr, &size, mod, name.c_str())
+                           : CUDA_ERROR_NOT_FOUND;
   if (r != CUDA_SUCCESS)
     return detail::cuda_error(r == CUDA_ERROR_NOT_FOUND ? errc::not_found : errc::cuda, r,
                               global_where(s, name) + ": " +

@@ -240,7 +240,10 @@ int port_unload(Handle handle, holders<Handle, Owner> port_state::*table, const 
 }
 
 fatpack::result<fatpack::module> load_as_module(const std::string& name, const fatpack::load_options& o) {
-  return fatpack::load_module(name, o);
+  // The port hands out a CUmodule: one module, never pieces.
+  fatpack::load_options whole = o;
+  whole.pieces = fatpack::jit_pieces::off;
+  return fatpack::load_module(name, whole);
 }
 
 fatpack::result<fatpack::library> load_as_library(const std::string& name, const fatpack::load_options& o) {

@@ -56,6 +56,7 @@ std::string load_report::trace() const {
     if (!a.log.empty() && !a.ok) s += indent_log(a.log);
   }
   if (!upgrade.empty()) s += "  background upgrade: " + upgrade + "\n";
+  if (!pieces.empty()) s += "  kernel-granular JIT: " + pieces + " (split " + ms(split_ms) + ")\n";
   std::string phases = "[select " + ms(select_ms) + ", context " + ms(context_ms) + ", decompress " + ms(decompress_ms) + ", jit " + ms(jit_ms) +
                        ", load " + ms(load_ms) + ", total " + ms(total_ms) + "]";
   if (loaded) {

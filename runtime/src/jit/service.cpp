@@ -106,8 +106,8 @@ jit_key make_jit_key(const jit_request& req) {
   const std::uint32_t target_arch = req.target_arch ? req.target_arch : req.dev->arch;
   const int driver_version = req.drv->version;
   jit_key k;
-  k.ptx_xxh3 = e.raw_xxh3;
-  k.ptx_size = e.raw_size;
+  k.ptx_xxh3 = req.piece ? req.piece->xxh3 : e.raw_xxh3;
+  k.ptx_size = req.piece ? req.piece->ptx.size() - 1 : e.raw_size;
   k.ptx_target = e.target;
   k.ptx_isa = e.ptx_isa;
   k.target_arch = target_arch;
@@ -229,7 +229,9 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   const std::size_t parts = e.in_link_group() ? e.link_parts : 1;
   std::vector<std::vector<std::uint8_t>> ptx(parts);
   std::vector<core::byte_span> ptx_bytes;
-  for (std::size_t k = 0; k < parts; ++k) {
+  // A piece (load/pieces.hpp) is PTX text already decompressed and checked, with its NUL.
+  if (req.piece) ptx_bytes.emplace_back(reinterpret_cast<const std::uint8_t*>(req.piece->ptx.data()), req.piece->ptx.size());
+  for (std::size_t k = 0; k < parts && !req.piece; ++k) {
     // +1 for the NUL both JITs require. raw_size is bounded by the package reader (blocks and block
     // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
     const std::size_t index = req.entry + k;
@@ -380,7 +382,7 @@ bool jit_service::flush_at_exit(long timeout_ms) {
   exiting_.store(true);  // re-JITs not started yet are dropped (refresh)
   std::unique_lock<std::mutex> lock(mu_);
   return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                           [&] { return stores_pending_ == 0 && refresh_pending_ == 0; });
+                           [&] { return stores_pending_ == 0 && refresh_pending_ == 0 && queued_running_ == 0; });
 }
 
 void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
@@ -410,7 +412,7 @@ void jit_service::adopt_counts_locked() {
   if (work_pid_.load() == me) return;
   // A fork() child queueing its own first work: the counts it inherited are the parent's, whose
   // threads it does not have.
-  refresh_pending_ = stores_pending_ = 0;
+  refresh_pending_ = stores_pending_ = queued_running_ = queued_pending_ = 0;
   work_pid_.store(me);
 }
 
@@ -607,7 +609,7 @@ void jit_service::wait_refreshes() {
   if (parents_work()) return;  // a fork() child: see flush_stores
   {
     std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0; });
+    idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0 && queued_pending_ == 0; });
   }
   get_sass_cache()->flush(-1);  // e.g. a fleet cache's uploads of what was just stored
 }
@@ -632,6 +634,7 @@ namespace {
 
 // check_stored for the request's entry and, for a link group, each of its other parts.
 status check_stored_parts(const jit_request& req) {
+  if (req.piece) return {};  // made from the decompressed entry, whose raw checksum was checked then
   const auto& e = req.package->view.entries().at(req.entry);
   for (std::size_t k = 0; k < std::max<std::size_t>(1, e.link_parts); ++k)
     if (auto s = req.package->view.check_stored(req.entry + k); !s) return s;
@@ -671,14 +674,42 @@ result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
     auto t = get_or_create(req, created);
     if (created) {
       // A pool that cannot take the job leaves it queued: wait() takes it over.
+      bool counted = false;
       try {
+        at_exit_flush();
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          adopt_counts_locked();
+          ++queued_pending_;
+          counted = true;
+        }
         pool().submit([this, t] {
           // Lines go out after the task is done: a waiter may hold the application's locks, which
           // the application's log callback may want (platform/log.hpp).
           log_deferral defer;
+          {
+            // An exiting process drops queued compiles (kernel-granular JIT queues a module's
+            // pieces, and a program may exit having used one): a pool thread must not be inside the
+            // driver while the process destroys its statics. exiting_ is read under mu_, which
+            // flush_at_exit takes after setting it, so it waits for every compile that started.
+            std::lock_guard<std::mutex> lock(mu_);
+            if (exiting_.load()) {
+              --queued_pending_;
+              return;
+            }
+            ++queued_running_;
+          }
           if (t->claim()) run(t);
+          std::lock_guard<std::mutex> lock(mu_);
+          --queued_running_;
+          --queued_pending_;
+          idle_cv_.notify_all();
         });
       } catch (...) {
+        // Not queued after all (no thread could be started): wait() takes the task over.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (counted) --queued_pending_;
+        idle_cv_.notify_all();
       }
     }
     return t;

@@ -52,6 +52,15 @@
 
 namespace fatpack::detail {
 
+// One piece of a PTX entry split for kernel-granular JIT (load/pieces.hpp): a complete PTX module
+// of its own, compiled and cached under its own key (the XXH3 of its text), so that a program
+// compiles and a later process reads only the pieces it uses.
+struct jit_piece {
+  std::string ptx;  // the piece's text, NUL-terminated (the JITs need the NUL)
+  std::uint64_t xxh3 = 0;  // of the text without the NUL
+  std::uint32_t index = 0, count = 0;
+};
+
 struct jit_request {
   package_ptr package;
   std::size_t entry = 0;             // a PTX entry of `package`
@@ -65,6 +74,9 @@ struct jit_request {
   // of another driver after a rollback, a prebuilt layer from a newer driver). The result replaces
   // the entry (this driver's key).
   bool bypass_cache = false;
+  // Set: compile this piece of the entry's PTX instead of the whole entry (the entry still gives the
+  // target, PTX ISA and options). `module` then names the piece for messages.
+  std::shared_ptr<const jit_piece> piece;
 };
 
 // What the service did, for cache_stats() (the storage's own counters are the cache's business).
@@ -98,6 +110,7 @@ class jit_service {
   // Compiles (or finds) the SASS for `req` now, on this thread if nobody else is compiling it.
   result<jit_result> compile(const jit_request& req);
   // Queues a background compile (no-op when the key is known or in flight). The task can be waited on.
+  // Once the process exits, queued compiles not started are dropped; running ones are waited for.
   result<std::shared_ptr<jit_task>> enqueue(const jit_request& req);
   // Waits for a task from enqueue(); a task still queued is taken over by the caller.
   result<jit_result> wait(const std::shared_ptr<jit_task>& task);
@@ -116,8 +129,8 @@ class jit_service {
   // The key the cache is asked with for `req` (its backend resolved to the path that will compile).
   jit_key cache_key_for(const jit_request& req);
 
-  // Waits for the background re-JITs that other-driver cache hits queued, and for every pending
-  // store (fatpack::wait_cache_refresh).
+  // Waits for the background re-JITs that other-driver cache hits queued, the compiles enqueue()d
+  // (warm-up, a module's pieces), and every pending store (fatpack::wait_cache_refresh).
   void wait_refreshes();
   // Waits until every store queued so far has reached the cache (at most timeout_ms; <0: no bound).
   // False when the bound was reached first.
@@ -153,7 +166,8 @@ class jit_service {
   bool parents_work() const;
   // Registers (once) the exit handler that calls flush_at_exit(10 s).
   static void at_exit_flush();
-  // Waits for the pending stores and the running re-JITs; queued re-JITs are dropped from then on.
+  // Waits for the pending stores, the running re-JITs and the running enqueue()d compiles; queued
+  // ones are dropped from then on.
   bool flush_at_exit(long timeout_ms);
   core::thread_pool& pool();
 
@@ -168,6 +182,8 @@ class jit_service {
   std::size_t compiles_ = 0;
   std::size_t refresh_pending_ = 0;
   std::size_t stores_pending_ = 0;
+  std::size_t queued_running_ = 0;  // enqueue()d compiles running on the pool (the exit flush waits for them)
+  std::size_t queued_pending_ = 0;  // enqueue()d compiles not finished or dropped (wait_refreshes waits for them)
   std::atomic<int> work_pid_{0};  // the process whose work the pending counts are
   std::atomic<bool> exiting_{false};  // the exit flush has begun
   std::condition_variable idle_cv_;  // refresh_pending_ or stores_pending_ went down

@@ -131,9 +131,10 @@ std::string plan_upgrade(const driver& drv, const device& dev, const module_entr
 module_state::~module_state() {
   if (lib && drv) (void)drv->cuLibraryUnload(lib);  // context-independent: always still loaded
   // A module of a destroyed context went with it: its handle must not reach the driver again.
-  if (mod && drv && context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) {
+  if ((mod || pieces) && drv && context_alive(*drv, ctx.ctx, ctx.has_id, ctx.id)) {
     scoped_context current(*drv, ctx.ctx);
-    (void)drv->cuModuleUnload(mod);
+    if (mod) (void)drv->cuModuleUnload(mod);
+    if (pieces) unload_pieces(*pieces, ctx.ctx);
   }
 }
 
@@ -168,7 +169,7 @@ load_report plan_entries(const device& dev, const module_entries& me, policy p) 
 }
 
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p, target_context ctx, bool library) {
+                                                   policy p, target_context ctx, bool library, piece_policy pp) {
   stopwatch total;
   auto st = std::make_shared<module_state>();
   st->drv = &drv;
@@ -262,6 +263,61 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
       req.drv = &drv;
       req.dev = &dev;
       req.module = rep.module;
+      // Kernel-granular JIT: the pieces are compiled and loaded as their kernels are asked for.
+      if (may_split(req, pp, library)) {
+        if (auto s = me.package->view.check_stored(c.entry); !s) {
+          a.message = s.error().message;
+          rep.attempts.push_back(std::move(a));
+          continue;
+        }
+        const std::size_t groups = piece_groups_in_use();
+        auto split = split_entry(req, groups);
+        if (!split) {
+          a.message = split.error().message;
+          rep.attempts.push_back(std::move(a));
+          continue;
+        }
+        a.decompress_ms = (*split)->decompress_ms;
+        rep.split_ms = (*split)->split_ms;
+        if ((*split)->is_split()) {
+          auto pieces = make_piece_set(req, **split);
+          const std::size_t n = pieces->slots.size();
+          if (pp == piece_policy::background) queue_pieces(*pieces);
+          // One piece compiled now: a driver that refuses this PTX (its ISA, a JIT error) refuses it
+          // here, and the next candidate is tried, as for a whole module.
+          stopwatch probe_clock;
+          if (auto s = probe_pieces(*pieces); !s) {
+            any_jit_failed = true;
+            a.cuda_status = s.error().cuda_status;
+            a.message = s.error().message;
+            a.log = s.error().log;
+            a.jit_ms = probe_clock.ms();
+            rep.attempts.push_back(std::move(a));
+            continue;
+          }
+          a.jit_ms = probe_clock.ms();
+          st->pieces = std::move(pieces);
+          rep.pieces = std::to_string(n) + " pieces (" +
+                       (groups ? "at most " + std::to_string(groups) + " balanced by size" : std::string("per kernel")) +
+                       "), " + (pp == piece_policy::background ? "compiling in the background" : "compiled on demand") +
+                       "; a kernel's piece is loaded when the kernel is first asked for";
+          a.ok = true;
+          a.jit_path = "pieces";
+          rep.attempts.push_back(a);
+          rep.loaded = true;
+          rep.entry = c.entry;
+          rep.target = a.target;
+          rep.reason = c.reason;
+          rep.jit = true;
+          rep.jit_path = a.jit_path;
+          st->kernels.assign(e.kernels.begin(), e.kernels.end());
+          add_up_phases(rep);
+          rep.total_ms = total.ms();
+          log_line(log_level::info, rep.trace());
+          return st;
+        }
+        rep.pieces = (*split)->why_whole;
+      }
       stopwatch sw;
       auto jr = jit_service::instance().compile(req);
       double waited = sw.ms();

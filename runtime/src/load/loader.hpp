@@ -12,6 +12,7 @@
 // attempt), logged at FATPACK_LOG=info and kept with the module.
 #pragma once
 
+#include "load/pieces.hpp"
 #include "platform/device.hpp"
 #include "registry/registry.hpp"
 
@@ -35,6 +36,9 @@ struct module_state {
   target_context ctx;  // the context the module lives in (and fatpack's reference when it is primary)
   CUmodule mod = nullptr;
   CUlibrary lib = nullptr;  // a library (load_library) instead of a module: no context (ctx.ctx null)
+  // Kernel-granular JIT (load/pieces.hpp): the module's PTX split into pieces, each loaded into ctx
+  // on first use; `mod` is then null.
+  std::shared_ptr<piece_set> pieces;
   load_report report;
   std::vector<std::string> kernels;  // the loaded entry's kernels (symbols)
   // Their demangled names, for lookups by C++ name (kernel_lookup.hpp): made on first use.
@@ -60,6 +64,7 @@ load_report plan_entries(const device& dev, const module_entries& me, policy p);
 // Loads the module on `dev` into `ctx` (choose_context); the report is in the returned state (and in
 // the error's message).
 result<std::shared_ptr<module_state>> load_entries(const driver& drv, const device& dev, const module_entries& me,
-                                                   policy p, target_context ctx, bool library = false);
+                                                   policy p, target_context ctx, bool library = false,
+                                                   piece_policy pieces = piece_policy::off);
 
 }  // namespace fatpack::detail

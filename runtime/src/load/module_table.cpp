@@ -14,7 +14,7 @@ module_table& module_table::instance() {
 
 result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& drv, const device& dev,
                                                                 const module_entries& me, policy p,
-                                                                target_context ctx, bool library) {
+                                                                target_context ctx, bool library, piece_policy pieces) {
   // choose_context gives an own context only with an id (module_table.hpp).
   // A library belongs to no context: one per device.
   const std::string ctx_key = library ? "library " + std::to_string(dev.ordinal)
@@ -25,7 +25,7 @@ result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& dr
   std::snprintf(pkg, sizeof pkg, "%p", static_cast<const void*>(me.package.get()));
   std::string key = std::string(pkg) + '\0' +
                     std::string(me.package->view.entries().at(me.entries.front()).module_name) + '\0' +
-                    ctx_key + '\0' + policy_name(p);
+                    ctx_key + '\0' + policy_name(p) + '\0' + (pieces == piece_policy::off ? "whole" : "pieces");
   std::shared_ptr<slot> s;
   std::uint64_t seen = 0;
   {
@@ -48,7 +48,7 @@ result<std::shared_ptr<module_state>> module_table::get_or_load(const driver& dr
   // An attempt finished while this thread waited, and it failed: share its error.
   if (now != seen && s->last_error) return *s->last_error;
 
-  auto r = load_entries(drv, dev, me, p, std::move(ctx), library);
+  auto r = load_entries(drv, dev, me, p, std::move(ctx), library, pieces);
   if (r) {
     s->loaded = r.value();
     s->last_error.reset();

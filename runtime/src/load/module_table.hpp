@@ -24,7 +24,8 @@ class module_table {
  public:
   static module_table& instance();
   result<std::shared_ptr<module_state>> get_or_load(const driver& drv, const device& dev, const module_entries& me,
-                                                    policy p, target_context ctx, bool library = false);
+                                                    policy p, target_context ctx, bool library = false,
+                                                    piece_policy pieces = piece_policy::off);
 
  private:
   struct slot {

@@ -57,13 +57,16 @@ namespace fatpack::detail {
 // caller falls back (see each use).
 //   cuCtxGetId (CUDA 12.0): tells a context from a later one at the same address (load/module_table).
 //   cuLibrary* / cuKernelGetFunction (CUDA 12.0): context-independent libraries (fatpack::library).
+//   cuThreadExchangeStreamCaptureMode (CUDA 10.1): a piece loaded while a stream is captured
+//   (load/pieces.hpp).
 #define FATPACK_DRIVER_OPTIONAL_FUNCTIONS(X) \
   X(cuCtxGetId)                              \
   X(cuLibraryLoadData)                       \
   X(cuLibraryUnload)                         \
   X(cuLibraryGetKernel)                      \
   X(cuLibraryGetGlobal)                      \
-  X(cuKernelGetFunction)
+  X(cuKernelGetFunction)                     \
+  X(cuThreadExchangeStreamCaptureMode)
 
 // Optional entry points that arrived after CUDA 12.0, asked for with the ABI of the release that
 // introduced them (cuGetProcAddress refuses a symbol newer than the version asked for, with

@@ -43,6 +43,10 @@ struct ptx_split_options {
 struct ptx_piece {
   std::string text;                  // a complete PTX module
   std::vector<std::string> kernels;  // its `.entry` names, in the module's order
+  // The module-scope state it defines (`.global`/`.const` variables, textures, surfaces, samplers):
+  // each in exactly one piece, so a lookup by name (cuModuleGetGlobal) knows which piece to ask.
+  // Empty for a module that was not split.
+  std::vector<std::string> globals;
 };
 
 struct ptx_split_result {

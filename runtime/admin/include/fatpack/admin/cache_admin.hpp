@@ -134,6 +134,9 @@ struct warm_item {
   enum class outcome { compiled, already_cached, has_sass, no_ptx, failed, pulled, not_found } result = outcome::failed;
   std::string message;            // why (selector's reason, or the JIT error)
   double jit_ms = 0;
+  // Kernel-granular JIT: the pieces the module is compiled in, each its own cache entry, as the
+  // runtime loads it (docs/runtime.md); 0 when it is compiled whole.
+  std::size_t pieces = 0;
 };
 const char* outcome_name(warm_item::outcome o) noexcept;  // "compiled", "already_cached", ...
 

@@ -91,6 +91,10 @@ struct module_report {
   std::string cache_layer;    // where the hit is: "user", "prebuilt /opt/app/jit"
   std::string jit_path;       // "culink", "nvjitlink-13.0"
   std::string code_key;       // the cache's code key text: "v1|culink|ptx=...|src=...|cc=90|opt=..."
+  // Kernel-granular JIT: the pieces a load compiles the module in (0: whole), and how many of them
+  // the cache has. `cache` is then "hit"/"other-driver" when it has all of them, "partial" when it
+  // has some, "miss" when none; code_key is the first piece's.
+  std::size_t pieces = 0, pieces_cached = 0;
 };
 
 struct report {
