@@ -47,6 +47,10 @@
 //   FAKECUDA_LOAD_ERROR=<code>[:n] after n module loads that succeed (default 0), every module load
 //                                 returns this CUresult: 2 = out of memory, 46 = device unavailable
 //                                 (a device lost in the middle of a process's loads)
+//   FAKECUDA_CAPTURING=1          a stream is being captured in global mode: a module load from a
+//                                 thread whose capture mode (cuThreadExchangeStreamCaptureMode, global
+//                                 by default) is not relaxed fails with
+//                                 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as an unsafe call would
 //   FAKECUDA_INTEGRATED=1         devices report CU_DEVICE_ATTRIBUTE_INTEGRATED
 // Static settings (devices, version) are read once; the failure knobs on every call, so a test can
 // switch them between loads.
@@ -746,7 +750,9 @@ std::string sm_name(int sm, bool a) { return "sm_" + std::to_string(sm) + (a ? "
 std::string unresolved_extern(const std::vector<ptx_info>& inputs, std::string* in_input) {
   for (std::size_t i = 0; i < inputs.size(); ++i)
     for (const auto& ext : inputs[i].extern_funcs) {
-      bool found = false;
+      // The system calls nvcc declares in whole-program PTX (printf, device malloc/free, assert):
+      // the JIT itself provides them.
+      bool found = ext == "vprintf" || ext == "malloc" || ext == "free" || ext == "__assertfail";
       for (const auto& other : inputs)
         found = found || std::find(other.defined_funcs.begin(), other.defined_funcs.end(), ext) != other.defined_funcs.end();
       if (!found) {
@@ -1056,9 +1062,18 @@ CUresult fk_cuCtxDestroy(CUcontext c) {
 }
 CUresult fk_cuCtxSynchronize() { return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
+thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult fk_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  std::swap(*mode, t_capture_mode);
+  return CUDA_SUCCESS;
+}
+
 CUresult fk_cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, CUjit_option* keys, void** vals) {
   fake_ctx* ctx = current();
   if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (*env("FAKECUDA_CAPTURING") == '1' && t_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (const char* le = env("FAKECUDA_LOAD_ERROR"); *le) {
     static std::atomic<int> good{0};
     const char* colon = std::strchr(le, ':');
@@ -1495,7 +1510,7 @@ const proc k_procs[] = {
     FK(cuCtxGetId), FK(cuCtxCreate), FK(cuCtxDestroy), FK(cuCtxSynchronize), FK(cuLaunchKernel),
     FK(cuLibraryLoadData), FK(cuLibraryUnload), FK(cuLibraryGetKernel), FK(cuKernelGetFunction),
     FK(cuFuncGetParamInfo), FK(cuKernelGetParamInfo), FK(cuModuleGetGlobal), FK(cuLibraryGetGlobal),
-    FK(cuMemcpyHtoD), FK(cuMemcpyDtoH),
+    FK(cuMemcpyHtoD), FK(cuMemcpyDtoH), FK(cuThreadExchangeStreamCaptureMode),
 };
 #undef FK
 

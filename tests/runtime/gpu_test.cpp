@@ -279,6 +279,79 @@ fatpack::module load(const char* name, std::optional<fatpack::policy> p = std::n
   return std::move(m.value());
 }
 
+// Kernel-granular JIT under stream capture (issue 13): vadd's piece is loaded by the first
+// function("vadd"), made while `stream` is being captured in global mode into a graph; the capture
+// must survive, and the graph's launch must compute c = a + b.
+bool run_captured(const fatpack::module& m) {
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cuStreamBeginCapture) begin_capture = nullptr;
+  decltype(&::cuStreamEndCapture) end_capture = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) instantiate = nullptr;
+  decltype(&::cuGraphLaunch) graph_launch = nullptr;
+  decltype(&::cuGraphExecDestroy) exec_destroy = nullptr;
+  decltype(&::cuGraphDestroy) graph_destroy = nullptr;
+  decltype(&::cuStreamSynchronize) stream_sync = nullptr;
+  get(stream_create, "cuStreamCreate");
+  get(stream_destroy, "cuStreamDestroy");
+  get(begin_capture, "cuStreamBeginCapture");
+  get(end_capture, "cuStreamEndCapture");
+  get(instantiate, "cuGraphInstantiateWithFlags");
+  get(graph_launch, "cuGraphLaunch");
+  get(exec_destroy, "cuGraphExecDestroy");
+  get(graph_destroy, "cuGraphDestroy");
+  get(stream_sync, "cuStreamSynchronize");
+  cuda_calls cu = load_calls();
+  CU(cu.push(reinterpret_cast<CUcontext>(m.context())));
+  pop_on_exit popper{cu};
+  const int n = 1 << 16;
+  std::vector<float> a(n), b(n), c(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 0.5f * i;
+    b[i] = 3.0f - i;
+  }
+  const std::size_t bytes = sizeof(float) * n;
+  CUdeviceptr da = 0, db = 0, dc = 0;
+  CU(cu.mem_alloc(&da, bytes));
+  CU(cu.mem_alloc(&db, bytes));
+  CU(cu.mem_alloc(&dc, bytes));
+  CU(cu.htod(da, a.data(), bytes));
+  CU(cu.htod(db, b.data(), bytes));
+  CUstream stream = nullptr;
+  CU(stream_create(&stream, CU_STREAM_NON_BLOCKING));
+  CU(begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  auto vadd = m.function("vadd");  // the piece compiles (or is reused) and loads now, mid-capture
+  if (!vadd) {
+    std::printf("  FAIL: function(vadd) during capture: %s\n", vadd.error().what());
+    ++g_failures;
+    CUgraph g = nullptr;
+    end_capture(stream, &g);
+    return false;
+  }
+  int nn = n;
+  void* args[] = {&da, &db, &dc, &nn};
+  CU(cu.launch(reinterpret_cast<CUfunction>(*vadd), unsigned((n + 255) / 256), 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  CUgraph graph = nullptr;
+  CU(end_capture(stream, &graph));
+  CUgraphExec exec = nullptr;
+  CU(instantiate(&exec, graph, 0));
+  CU(graph_launch(exec, stream));
+  CU(stream_sync(stream));
+  CU(cu.dtoh(c.data(), dc, bytes));
+  int bad = 0;
+  for (int i = 0; i < n; ++i) bad += c[i] != a[i] + b[i];
+  EXPECT(bad == 0, "%d of %d results of the captured graph are wrong", bad, n);
+  std::printf("  captured: function(vadd) during a global-mode capture, then the graph ran: %s\n",
+              bad == 0 ? "results match" : "WRONG");
+  exec_destroy(exec);
+  graph_destroy(graph);
+  stream_destroy(stream);
+  cu.mem_free(da);
+  cu.mem_free(db);
+  cu.mem_free(dc);
+  return bad == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -325,6 +398,18 @@ int main(int argc, char** argv) {
       if (h200)
         EXPECT(m.report().jit && m.report().target.rfind("compute_80", 0) == 0, "chose %s", m.report().target.c_str());
       std::printf("  (b): JIT %.1f ms (cold: CUDA_CACHE_DISABLE=1)\n", m.report().jit_ms);
+      run_kernels(cu, m);
+    }
+  }
+
+  std::printf("\n(p) kernel-granular JIT: vadd.cu's PTX in 2 pieces, vadd first asked for while a stream is captured\n");
+  {
+    add_package("gpu_p", {"vadd.compute_80.ptx"});
+    auto m = load("gpu_p");
+    if (m) {
+      EXPECT(m.report().pieces.rfind("2 pieces", 0) == 0, "pieces: '%s'", m.report().pieces.c_str());
+      EXPECT(m.handle() == nullptr, "a module in pieces has a single CUmodule");
+      run_captured(m);
       run_kernels(cu, m);
     }
   }

@@ -6,7 +6,7 @@
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
 //                         [--warm] [devices] [load MODULE]...
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
-//                         [remote-stats] [libs] [fork MODULE] [rewrite FILE SIZE] [sleep MS]
+//                         [remote-stats] [libs] [fork MODULE] [rewrite FILE SIZE] [sleep MS] [kernel NAME]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -25,6 +25,7 @@
 //   rewrite FILE SIZE: FILE rewritten in place as `cp` does (O_TRUNC, then SIZE bytes 0xAB), so that a
 //            mapping of it would lose its pages (SIGBUS on the next read past the new end)
 //   sleep MS: waits MS milliseconds (background work goes on meanwhile)
+//   kernel NAME: function(NAME) of the last module loaded: "kernel NAME ok" or "kernel NAME error=..."
 // Exit status: 0 when every command succeeded, 1 otherwise, 2 on usage errors.
 //
 // Built three times: fatpack_runtime_probe; fatpack_runtime_probe_embedded (FATPACK_PROBE_EMBED),
@@ -277,6 +278,23 @@ int main(int argc, char** argv) {
       std::ofstream f(file, std::ios::binary | std::ios::trunc);  // the same inode, like cp over it
       f.write(junk.data(), std::streamsize(junk.size()));
       if (!f.good()) ok = false;
+    } else if (a == "kernel") {
+      // function() of the last module loaded: with kernel-granular JIT, its piece compiles (or is
+      // read from the cache) and loads now.
+      const std::string name = next();
+      if (keep.empty()) {
+        std::printf("kernel %s error=no module loaded\n", name.c_str());
+        ok = false;
+        continue;
+      }
+      auto f = keep.back().function(name);
+      if (f) {
+        std::printf("kernel %s ok\n", name.c_str());
+      } else {
+        std::printf("kernel %s error=%s message=%s\n", name.c_str(), fatpack::errc_name(f.error().code),
+                    one_line(f.error().what()).c_str());
+        ok = false;
+      }
     } else if (a == "load") {
       std::string module = next();
       if (warm) {

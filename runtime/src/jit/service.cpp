@@ -273,6 +273,7 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   if (!current.ok())
     return error{errc::cuda, 0, req.dev->identify() + ": cannot make the primary context current for the JIT", {}};
   path = "culink";
+  relaxed_capture relaxed(*req.drv);  // a JIT on a thread that is capturing a stream (platform/driver.hpp)
   std::optional<std::uint32_t> cu_target;
   if (target != req.dev->arch) {
     cu_target = target;

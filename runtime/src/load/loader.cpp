@@ -62,6 +62,7 @@ load_outcome load_image(const driver& d, CUcontext ctx, const void* image, CUlib
     out.status = CUDA_ERROR_INVALID_CONTEXT;
     return out;
   }
+  relaxed_capture relaxed(d);  // a load during the application's stream capture (platform/driver.hpp)
   out.status = d.cuModuleLoadDataEx(&out.mod, image, 2, keys, vals);
   if (out.status != CUDA_SUCCESS) {
     out.mod = nullptr;

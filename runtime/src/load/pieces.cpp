@@ -54,27 +54,6 @@ jit_request piece_request(const piece_set& set, std::uint32_t i) {
   return req;
 }
 
-// The thread's stream-capture mode set to relaxed for the scope: loading a module enqueues nothing,
-// but under the global or thread-local mode the driver counts it among the calls that are not safe
-// while a stream is being captured. Without cuThreadExchangeStreamCaptureMode nothing changes.
-class relaxed_capture {
- public:
-  explicit relaxed_capture(const driver& d) : d_(d) {
-    if (d_.cuThreadExchangeStreamCaptureMode)
-      swapped_ = d_.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS;
-  }
-  ~relaxed_capture() {
-    if (swapped_) (void)d_.cuThreadExchangeStreamCaptureMode(&mode_);
-  }
-  relaxed_capture(const relaxed_capture&) = delete;
-  relaxed_capture& operator=(const relaxed_capture&) = delete;
-
- private:
-  const driver& d_;
-  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
-  bool swapped_ = false;
-};
-
 // cuModuleLoadDataEx of `image` in `ctx`, with the driver's error log.
 CUresult load_in(const driver& d, CUcontext ctx, const void* image, CUmodule& mod, std::string& log) {
   constexpr std::size_t log_size = 16 * 1024;

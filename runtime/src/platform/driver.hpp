@@ -138,4 +138,27 @@ class scoped_context {
   bool ok_ = false;
 };
 
+// The calling thread's stream-capture mode set to relaxed for the scope (cuThreadExchangeStreamCaptureMode),
+// then restored. Loading a module or JIT-compiling enqueues nothing on any stream, but under the
+// global or thread-local mode the driver counts such calls among those not safe while a stream is
+// being captured into a graph: a kernel first asked for during the application's capture (a piece
+// loaded then, load/pieces.hpp) must neither fail nor invalidate the capture. Without the entry
+// point nothing changes.
+class relaxed_capture {
+ public:
+  explicit relaxed_capture(const driver& d) : d_(d) {
+    if (d_.cuThreadExchangeStreamCaptureMode) swapped_ = d_.cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS;
+  }
+  ~relaxed_capture() {
+    if (swapped_) (void)d_.cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  relaxed_capture(const relaxed_capture&) = delete;
+  relaxed_capture& operator=(const relaxed_capture&) = delete;
+
+ private:
+  const driver& d_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool swapped_ = false;
+};
+
 }  // namespace fatpack::detail
