@@ -39,6 +39,7 @@ nlohmann::json entry_json(const core::entry_info& e) {
   j["kernels"] = kernels;
   j["kernels_demangled"] = demangled;
   // Format 1.1 link groups: part k of n relocatable PTX entries JIT-linked as one module; null otherwise.
+  j["pieces"] = e.plan.pieces.size();  // kernel-granular JIT plan (format 1.2); 0: none
   j["link"] = e.in_link_group() ? nlohmann::json{{"part", e.link_part}, {"parts", e.link_parts}} : nlohmann::json(nullptr);
   return j;
 }
@@ -72,6 +73,8 @@ void print_human(const package_file& pf) {
                   static_cast<unsigned long long>(e.raw_size), static_cast<unsigned long long>(e.stored_size),
                   core::hex16(e.raw_xxh3).c_str(), kernels.c_str());
       if (!e.options.empty()) std::printf("      options: %s\n", core::printable_text(e.options).c_str());
+      if (!e.plan.empty())
+        std::printf("      pieces: %zu (kernel-granular JIT, docs/format.md §4.2)\n", e.plan.pieces.size());
     }
   }
   std::fflush(stdout);

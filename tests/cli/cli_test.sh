@@ -321,7 +321,7 @@ help)
     expect_in out.txt "Usage"
   done
   run 0 "$fatpack" --version
-  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.1\)"
+  expect_in out.txt "fatpack [0-9.]+ \(package format 1\.2\)"
   ;;
 unknown_command)
   # An unknown command names the nearest one (a swap, a missing or an extra letter), else lists them.
@@ -564,7 +564,7 @@ jit_options)
   json "o=d['packages'][0]['entries'][0]['options']; assert o=='-maxrregcount=32 --generate-line-info -O2 --warn-on-spills', o"
   run 0 "$fatpack" inspect o.fpk
   expect_in out.txt "^      options: -maxrregcount=32 --generate-line-info -O2 --warn-on-spills$"
-  FAKECUDA_DEVICES=90 FAKECUDA_JIT_LOG=$work/jit.log FATPACK_CACHE_DISABLE=1 run 0 "$PROBE" --package o.fpk load vadd
+  FAKECUDA_DEVICES=90 FAKECUDA_JIT_LOG=$work/jit.log FATPACK_CACHE_DISABLE=1 run 0 "$PROBE" --package o.fpk load vadd kernel vadd
   expect_in out.txt "load vadd device=0 ok entry=0 target=compute_80"
   expect_in jit.log " culink sm_90 [0-9a-f]{16} opts=O2,maxrregcount=32,lineinfo vadd piece 1 of 2 \\(kernel vadd\\): compute_80"
   # A bad value refuses the build before nvcc runs, and leaves no package.
@@ -886,7 +886,9 @@ inspect_json)
   run 0 "$fatpack" pack -o j.fpk --codec zstd --name jn "${cubins[2]}" "$ptx"
   run 0 "$fatpack" inspect --json j.fpk j.fpk
   json "assert d['schema_version']==1 and len(d['packages'])==2"
-  json "p=d['packages'][0]; assert p['name']=='jn' and p['format_version']=='1.0'"
+  # vadd.cu's PTX splits into 2 pieces: its plan makes the package format 1.2 (docs/format.md §4.2).
+  json "p=d['packages'][0]; assert p['name']=='jn' and p['format_version']=='1.2'"
+  json "e=d['packages'][0]['entries']; assert e[0]['pieces']==0 and e[1]['pieces']==2, e"
   json "e=d['packages'][0]['entries']; assert [x['kind'] for x in e]==['sass','ptx'] and e[1]['ptx_isa']=='9.0' and e[0]['ptx_isa'] is None"
   json "e=d['packages'][0]['entries'][0]; assert e['codec']=='zstd' and e['raw_size']==$(stat -c %s "${cubins[2]}") and e['stored_size']<e['raw_size'] and len(e['xxh3'])==16"
   ;;

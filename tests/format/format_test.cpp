@@ -2,12 +2,16 @@
 // reader that rejects every kind of damage with an error naming the field.
 #include "fatpack/core/package.hpp"
 #include "fatpack/core/package_writer.hpp"
+#include "fatpack/core/ptx_split.hpp"
+#include "fatpack/core/input.hpp"
 
 #include "../../core/src/format/package_layout.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <fstream>
 #include <iterator>
 
@@ -505,5 +509,123 @@ TEST_CASE("link groups: written as format 1.1, read back, malformed groups refus
     put16(&bad[h_minor], 0);  // a v1.0 package must keep the fields zero
     reseal(bad);
     CHECK(contains(parse_error(bad).message, "reserved entry fields are not zero"));
+  }
+}
+
+// Format 1.2 (docs/format.md §4.2): piece plans.
+namespace {
+
+std::vector<std::uint8_t> plan_package(entry_input& ptx) {
+  ptx.plan = make_piece_plan(byte_span(ptx.raw), ptx.kernels, ptx.origin);
+  auto r = write_package("plans", {ptx}, pack_options{});
+  REQUIRE(r);
+  return std::move(r).value();
+}
+
+entry_input varied_ptx() {
+  entry_input e;
+  e.target = {entry_kind::ptx, 80, arch_variant::plain};
+  e.ptx_isa = {9, 0};
+  e.module_name = "varied";
+  e.raw = read_artifact("split/varied.plain.sm_80.ptx");
+  e.origin = "varied.plain.sm_80.ptx";
+  auto info = parse_ptx(byte_span(e.raw), e.origin);
+  REQUIRE(info);
+  e.kernels = info->kernels;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("a piece plan is written, read back whole, and rebuilds each piece byte for byte") {
+  entry_input e = varied_ptx();
+  const auto pkg = plan_package(e);
+  REQUIRE(e.plan.pieces.size() == 12);
+  auto view = package_view::parse(byte_span(pkg), "plans.fpk");
+  REQUIRE_MESSAGE(view, (view ? "" : view.error().message));
+  CHECK(view->version_minor() == format_minor_piece_plans);
+  const entry_info& got = view->entries().at(0);
+  REQUIRE(got.plan.pieces.size() == 12);
+  CHECK(got.plan.header_end == e.plan.header_end);
+  auto split = split_ptx(byte_span(e.raw), "varied");
+  REQUIRE(split);
+  const std::string_view text(reinterpret_cast<const char*>(e.raw.data()), e.raw.size());
+  std::set<std::uint32_t> kernels;
+  for (std::size_t i = 0; i < 12; ++i) {
+    const auto& p = got.plan.pieces[i];
+    const std::string made = assemble_ptx_piece(text, got.plan.header_end, p.ranges);
+    CHECK(made == split->pieces[i].text);
+    CHECK(p.size == made.size());
+    CHECK(p.xxh3 == xxh3(byte_span(made)));
+    CHECK(p.globals == split->pieces[i].globals);
+    for (std::uint32_t k : p.kernels) {
+      CHECK(kernels.insert(k).second);
+      CHECK(std::find(split->pieces[i].kernels.begin(), split->pieces[i].kernels.end(), std::string(got.kernels.at(k))) !=
+            split->pieces[i].kernels.end());
+    }
+  }
+  CHECK(kernels.size() == got.kernels.size());
+  // A package without plans (or link groups) is still written as 1.0.
+  entry_input sass = make_entry("vadd.sm_80.cubin", {entry_kind::sass, 80, arch_variant::plain});
+  auto plain = write_package("plain", {sass}, pack_options{});
+  REQUIRE(plain);
+  CHECK(package_view::parse(byte_span(*plain), "plain.fpk")->version_minor() == format_minor_plain);
+}
+
+TEST_CASE("a damaged piece plan is refused, naming the entry and what is wrong") {
+  entry_input e = varied_ptx();
+  const auto good = plan_package(e);
+  using namespace layout;
+  const std::uint64_t e0 = get32(&good[h_header_size]);
+  const std::uint64_t strings = get64(&good[h_string_offset]);
+  const std::uint64_t plan = strings + get32(&good[e0 + e_plan_offset]);
+  const std::uint32_t plan_size = get32(&good[e0 + e_plan_size]);
+  REQUIRE(plan_size > 16);
+  auto refused = [&](std::vector<std::uint8_t> bad, const std::string& what) {
+    reseal(bad);
+    const error err = parse_error(bad);
+    CHECK(err.reason == errc::malformed);
+    CHECK_MESSAGE(contains(err.message, "entry 0 (compute_80, module 'varied')"), err.message);
+    CHECK_MESSAGE(contains(err.message, what), err.message);
+  };
+  SUBCASE("one piece") {
+    auto bad = good;
+    put32(&bad[plan], 1);
+    refused(bad, "holds 1 pieces");
+  }
+  SUBCASE("a range past the entry") {
+    auto bad = good;
+    put64(&bad[plan + 16 + 32 + 8], e.raw.size() + 1);  // piece 0, range 0, its end
+    refused(bad, "is not inside the entry");
+  }
+  SUBCASE("a size its ranges do not make") {
+    auto bad = good;
+    put64(&bad[plan + 16 + 8], get64(&good[plan + 16 + 8]) + 1);
+    refused(bad, "is not what its ranges make");
+  }
+  SUBCASE("a kernel in two pieces") {
+    // Piece 0 has 1 range and 1 kernel; piece 1 starts after them. Its kernel index := piece 0's.
+    const std::uint64_t p0_kernel = plan + 16 + 32 + 16 * get32(&good[plan + 16 + 16]);
+    auto bad = good;
+    const std::uint64_t p1 = p0_kernel + 4 * get32(&good[plan + 16 + 20]);
+    std::uint64_t g = p1;  // skip piece 0's globals
+    for (std::uint32_t n = get32(&good[plan + 16 + 24]); n; --n) g += 4 + get32(&good[g]);
+    const std::uint64_t p1_kernel = g + 32 + 16 * get32(&good[g + 16]);
+    put32(&bad[p1_kernel], get32(&good[p0_kernel]));
+    refused(bad, "in two pieces");
+  }
+  SUBCASE("a plan on a SASS entry") {
+    entry_input sass = make_entry("vadd.sm_80.cubin", {entry_kind::sass, 80, arch_variant::plain});
+    entry_input p = varied_ptx();
+    auto two = write_package("two", {sass, [&] { p.plan = make_piece_plan(byte_span(p.raw), p.kernels, "v"); return p; }()}, pack_options{});
+    REQUIRE(two);
+    auto bad = *two;
+    const std::uint64_t e1 = e0 + get32(&bad[h_entry_size]);
+    put32(&bad[e0 + e_plan_offset], get32(&bad[e1 + e_plan_offset]));
+    put32(&bad[e0 + e_plan_size], get32(&bad[e1 + e_plan_size]));
+    reseal(bad);
+    const error err = parse_error(bad);
+    CHECK(err.reason == errc::malformed);
+    CHECK(contains(err.message, "not standalone PTX"));
   }
 }

@@ -88,7 +88,7 @@ TEST_CASE("on demand: the load compiles one piece; a kernel compiles and loads o
   INFO(r.trace());
   CHECK(r.loaded);
   CHECK(r.jit);
-  CHECK(r.pieces.find("12 pieces (per kernel), compiled on demand") == 0);
+  CHECK(r.pieces.find("12 pieces (per kernel, the package's plan), compiled on demand") == 0);
   CHECK(r.trace().find("kernel-granular JIT: 12 pieces") != std::string::npos);
   CHECK(m.handle() == nullptr);  // no single CUmodule
   CHECK(m.kernels().size() == all_kernels.size());
@@ -146,7 +146,7 @@ TEST_CASE("background: every piece compiles on the pool; wait_cache_refresh wait
   add_varied("pv_background");
   const int j0 = jits();
   auto m = load("pv_background");
-  CHECK(m.report().pieces.find("12 pieces (per kernel), compiling in the background") == 0);
+  CHECK(m.report().pieces.find("12 pieces (per kernel, the package's plan), compiling in the background") == 0);
   fatpack::wait_cache_refresh();
   CHECK(jits() == j0 + pieces_of_varied);
   for (const auto& k : all_kernels) CHECK_MESSAGE(m.function(k).has_value(), k);
@@ -159,7 +159,7 @@ TEST_CASE("FATPACK_JIT_PIECE_GROUPS: at most N pieces balanced by size") {
   add_varied("pv_groups");
   auto m = load("pv_groups");
   unsetenv("FATPACK_JIT_PIECE_GROUPS");
-  CHECK(m.report().pieces.find("3 pieces (at most 3 balanced by size)") == 0);
+  CHECK(m.report().pieces.find("3 pieces (at most 3 balanced by size, split at load)") == 0);
   for (const auto& k : all_kernels) CHECK_MESSAGE(m.function(k).has_value(), k);
 }
 
@@ -287,4 +287,24 @@ TEST_CASE("processes: a later process reads only the pieces it uses; exiting whi
   CHECK(fourth.status == 0);
   CHECK(lines() == std::size_t(pieces_of_varied));
   CHECK(fourth.has(" jits=0 "));
+}
+
+TEST_CASE("a piece plan that does not match its PTX is an error naming the package, never compiled") {
+  fatpack::set_jit_pieces(fatpack::jit_pieces::on_demand);
+  auto entries = varied_entries("pv_forged");
+  REQUIRE(entries.at(0).plan.pieces.size() == pieces_of_varied);
+  // Piece 3 (alone's) claims another hash: its text, made from the plan on the first miss, fails
+  // the check. The reader cannot see this (it would have to decompress): the runtime checks it.
+  entries[0].plan.pieces[3].xxh3 ^= 1;
+  auto bytes = make_package("pv_forged", entries);
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "pv_forged").ok());
+  auto m = load("pv_forged");
+  const int j0 = jits();
+  auto f = m.function("_Z5alonePi");
+  REQUIRE_FALSE(f.has_value());
+  CHECK(f.error().code == fatpack::errc::bad_package);
+  CHECK(f.error().message.find("package 'pv_forged', module 'varied': piece 4 of the package's piece plan does not match its PTX") !=
+        std::string::npos);
+  CHECK(jits() == j0);
+  CHECK(m.function("_Z7count_aPi").has_value());  // the other pieces are sound
 }

@@ -53,6 +53,9 @@ inline constexpr std::size_t e_link_part = 0x58;      // u16, v1.1: this entry's
 inline constexpr std::size_t e_link_parts = 0x5A;     // u16, v1.1: parts in the group; 0 = standalone
 inline constexpr std::size_t e_reserved = 0x58;       // up to entry_size: zero in v1.0
 inline constexpr std::size_t e_reserved_v1_1 = 0x5C;  // up to entry_size: zero in v1.1
+inline constexpr std::size_t e_plan_offset = 0x5C;     // u32, v1.2: piece plan, a string-table reference (§4.2)
+inline constexpr std::size_t e_plan_size = 0x60;       // u32, v1.2: its bytes; 0 = no plan
+inline constexpr std::size_t e_reserved_v1_2 = 0x64;  // up to entry_size: zero in v1.2
 
 using le::get16;
 using le::get32;

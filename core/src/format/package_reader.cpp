@@ -7,6 +7,7 @@
 
 #include "format/link_groups.hpp"
 #include "format/package_layout.hpp"
+#include "format/piece_plan.hpp"
 
 #include <xxhash.h>
 
@@ -147,8 +148,11 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
     e.raw_xxh3 = get64(r + e_raw_xxh3);
     e.stored_xxh3 = get64(r + e_stored_xxh3);
     e.block_size = get32(r + e_block_size);
-    // v1.0 reserves everything from 0x58; v1.1 uses 0x58..0x5B for the link group.
-    const std::size_t reserved_from = minor >= format_minor_link_groups ? e_reserved_v1_1 : e_reserved;
+    // v1.0 reserves everything from 0x58; v1.1 uses 0x58..0x5B for the link group, v1.2 0x5C..0x63
+    // for the piece plan.
+    const std::size_t reserved_from = minor >= format_minor_piece_plans  ? e_reserved_v1_2
+                                      : minor >= format_minor_link_groups ? e_reserved_v1_1
+                                                                          : e_reserved;
     if (same_minor && (r[e_reserved0] != 0 || !all_zero(r + reserved_from, entry_size - reserved_from)))
       return ffail(errc::malformed, "reserved entry fields are not zero");
     if (minor >= format_minor_link_groups) {
@@ -207,6 +211,15 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
       if (e.kernels.size() != k_count)
         return ffail(errc::malformed, "kernel_count " + std::to_string(k_count) + " but the list holds " +
                                           std::to_string(e.kernels.size()) + " names");
+    }
+    if (minor >= format_minor_piece_plans && get32(r + e_plan_size) != 0) {
+      std::string_view plan;
+      if (!string_ref(strings, get32(r + e_plan_offset), get32(r + e_plan_size), &plan))
+        return ffail(errc::malformed, "piece plan reference is out of range");
+      if (e.target.kind != entry_kind::ptx || e.in_link_group())
+        return ffail(errc::malformed, "a piece plan on an entry that is not standalone PTX");
+      if (std::string bad = detail::decode_piece_plan(plan, e.raw_size, e.kernels.size(), e.plan); !bad.empty())
+        return ffail(errc::malformed, bad);
     }
     if (!all_zero(h + zero_from, std::size_t(e.payload_offset - zero_from)))
       return ffail(errc::malformed, "padding before the payload is not zero");

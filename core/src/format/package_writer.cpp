@@ -5,6 +5,7 @@
 #include "fatpack/core/package.hpp"
 #include "format/link_groups.hpp"
 #include "format/package_layout.hpp"
+#include "format/piece_plan.hpp"
 #include "format/package_writer_impl.hpp"
 
 #include <limits>
@@ -91,10 +92,11 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   struct prepared {
     std::vector<std::uint8_t> payload;
     std::uint32_t block_size;
-    std::pair<std::uint32_t, std::uint32_t> module, opts, kernels;
+    std::pair<std::uint32_t, std::uint32_t> module, opts, kernels, plan{0, 0};
     std::uint32_t kernel_count;
   };
   std::vector<prepared> prep(entries.size());
+  bool plans = false;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const entry_input& e = entries[i];
     prepared& p = prep[i];
@@ -130,6 +132,21 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
       p.kernels = {k->first, k->second + 1};
     }
     p.kernel_count = std::uint32_t(e.kernels.size());
+    // A piece plan (§4.2) for a standalone PTX entry; checked as a reader will check it.
+    if (!e.plan.empty() && e.target.kind == entry_kind::ptx && e.link_parts == 0) {
+      for (const auto& piece : e.plan.pieces)
+        for (const auto& g : piece.globals)
+          if (g.empty() || g.size() > detail::max_plan_global || g.find('\0') != std::string::npos)
+            return make_error(errc::invalid_argument, e.origin + ": piece plan: invalid global name");
+      const std::string bytes = detail::encode_piece_plan(e.plan);
+      piece_plan check;
+      if (std::string bad = detail::decode_piece_plan(bytes, e.raw.size(), e.kernels.size(), check); !bad.empty())
+        return make_error(errc::invalid_argument, e.origin + ": " + bad);
+      auto pr = strings.add(bytes);
+      if (!pr) return std::move(pr).error();
+      p.plan = *pr;
+      plans = true;
+    }
   }
 
   const std::uint64_t entry_offset = header_size_v1;
@@ -150,7 +167,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   std::uint8_t* h = out.data();
   std::memcpy(h + h_magic, package_magic, sizeof package_magic);
   put16(h + h_major, format_major);
-  put16(h + h_minor, link_groups ? format_minor_link_groups : format_minor_plain);
+  put16(h + h_minor, plans ? format_minor_piece_plans : link_groups ? format_minor_link_groups : format_minor_plain);
   put32(h + h_header_size, header_size_v1);
   put64(h + h_total_size, total);
   put64(h + h_entry_offset, entry_offset);
@@ -190,6 +207,8 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put32(r + e_kernel_count, p.kernel_count);
     put16(r + e_link_part, e.link_part);
     put16(r + e_link_parts, e.link_parts);
+    put32(r + e_plan_offset, p.plan.first);
+    put32(r + e_plan_size, p.plan.second);
     if (stored.size) std::memcpy(out.data() + payload_offsets[i], stored.data, stored.size);
   }
   if (string_size) std::memcpy(out.data() + string_offset, strings.bytes().data(), std::size_t(string_size));

@@ -12,6 +12,7 @@
 // Imports are all-or-nothing and errors name the source. A cubin for an SM that CUDA 13.0 does not
 // know (arch_table.hpp) is refused here, so no caller can package it by mistake.
 #include "fatpack/core/input.hpp"
+#include "fatpack/core/ptx_split.hpp"
 #include "inputs/inputs_internal.hpp"
 
 #include "fatpack/core/arch_table.hpp"
@@ -166,6 +167,8 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
     status st = check_known_sass(e, e.origin);
     if (!st) return st.error();
     e.module_name = module_name;
+    // Kernel-granular JIT: how the runtime compiles this PTX piece by piece (docs/format.md §4.2).
+    if (e.target.kind == entry_kind::ptx) e.plan = make_piece_plan(byte_span(e.raw), e.kernels, e.origin);
   }
   return out;
 }

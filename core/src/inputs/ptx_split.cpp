@@ -285,6 +285,7 @@ class splitter {
     if (refusal r = group_kernels()) return r;
     return write_pieces();
   }
+  std::uint64_t header_end() const { return scanner_.header_end(); }
 
  private:
   std::vector<item>& items() { return scanner_.items(); }
@@ -520,19 +521,14 @@ class splitter {
       auto its = items_of(seeds_of(kernels), stamp++);
       if (!its) return too_big();
       ptx_piece piece;
-      std::uint64_t size = scanner_.header_end() + 1;
-      for (std::uint32_t i : *its) size += items()[i].end - items()[i].begin + 2;
+      for (std::uint32_t i : *its) piece.ranges.emplace_back(items()[i].begin, items()[i].end);
+      const std::uint64_t size = ptx_piece_size(scanner_.header_end(), piece.ranges);
       written += size;
       if (written > budget)
         return refusal{"the pieces would hold more than " + std::to_string(options_.max_output_factor) +
                        " times the module's bytes (callees copied into many pieces)"};
-      piece.text.reserve(std::size_t(size));
-      piece.text.append(text_.substr(0, scanner_.header_end()));
-      piece.text += '\n';
+      piece.text = assemble_ptx_piece(text_, scanner_.header_end(), piece.ranges);
       for (std::uint32_t i : *its) {
-        piece.text += '\n';
-        piece.text.append(text_.substr(items()[i].begin, items()[i].end - items()[i].begin));
-        piece.text += '\n';
         if (items()[i].kind == item::variable && items()[i].is_state)
           for (std::string_view name : items()[i].names) piece.globals.emplace_back(name);
       }
@@ -555,6 +551,26 @@ class splitter {
 };
 
 }  // namespace
+
+std::uint64_t ptx_piece_size(std::uint64_t header_end, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges) {
+  std::uint64_t size = header_end + 1;
+  for (const auto& [b, e] : ranges) size += e - b + 2;
+  return size;
+}
+
+std::string assemble_ptx_piece(std::string_view module, std::uint64_t header_end,
+                               const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges) {
+  std::string text;
+  text.reserve(std::size_t(ptx_piece_size(header_end, ranges)));
+  text.append(module.substr(0, std::size_t(header_end)));
+  text += '\n';
+  for (const auto& [b, e] : ranges) {
+    text += '\n';
+    text.append(module.substr(std::size_t(b), std::size_t(e - b)));
+    text += '\n';
+  }
+  return text;
+}
 
 result<ptx_split_result> split_ptx(byte_span bytes, std::string_view source, const ptx_split_options& options) {
   const std::string src(source);
@@ -595,7 +611,32 @@ result<ptx_split_result> split_ptx(byte_span bytes, std::string_view source, con
   std::sort(expected.begin(), expected.end());
   if (all != expected) return whole_module("internal check: the pieces' kernels are not the module's");
   out.pieces = std::move(list);
+  out.header_end = s.header_end();
   return out;
+}
+
+piece_plan make_piece_plan(byte_span ptx, const std::vector<std::string>& kernels, std::string_view source) {
+  piece_plan plan;
+  if (kernels.size() < 2) return plan;
+  auto split = split_ptx(ptx, source);
+  if (!split || split->pieces.size() < 2) return plan;
+  std::unordered_map<std::string_view, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < kernels.size(); ++i) index.emplace(kernels[i], i);
+  plan.header_end = split->header_end;
+  for (auto& p : split->pieces) {
+    piece_plan_piece pp;
+    pp.xxh3 = xxh3(byte_span(p.text));
+    pp.size = p.text.size();
+    pp.ranges = std::move(p.ranges);
+    for (const auto& k : p.kernels) {
+      auto it = index.find(k);
+      if (it == index.end()) return piece_plan{};  // not the entry's kernel list: no plan
+      pp.kernels.push_back(it->second);
+    }
+    pp.globals = std::move(p.globals);
+    plan.pieces.push_back(std::move(pp));
+  }
+  return plan;
 }
 
 }  // namespace fatpack::core

@@ -107,7 +107,7 @@ jit_key make_jit_key(const jit_request& req) {
   const int driver_version = req.drv->version;
   jit_key k;
   k.ptx_xxh3 = req.piece ? req.piece->xxh3 : e.raw_xxh3;
-  k.ptx_size = req.piece ? req.piece->ptx.size() - 1 : e.raw_size;
+  k.ptx_size = req.piece ? req.piece->size : e.raw_size;
   k.ptx_target = e.target;
   k.ptx_isa = e.ptx_isa;
   k.target_arch = target_arch;
@@ -229,8 +229,19 @@ result<jit_output> compile_entry(const jit_request& req, const nvjitlink_lib* nv
   const std::size_t parts = e.in_link_group() ? e.link_parts : 1;
   std::vector<std::vector<std::uint8_t>> ptx(parts);
   std::vector<core::byte_span> ptx_bytes;
-  // A piece (load/pieces.hpp) is PTX text already decompressed and checked, with its NUL.
-  if (req.piece) ptx_bytes.emplace_back(reinterpret_cast<const std::uint8_t*>(req.piece->ptx.data()), req.piece->ptx.size());
+  // A piece (load/pieces.hpp): its text with the NUL, checked against its plan when it was made.
+  std::string made;
+  if (req.piece) {
+    const std::string* text = &req.piece->ptx;
+    if (text->empty()) {
+      if (!req.piece->make) return error{errc::jit_failed, 0, name + ": a piece without its text", {}};
+      auto t = req.piece->make();
+      if (!t) return t.error();
+      made = std::move(*t);
+      text = &made;
+    }
+    ptx_bytes.emplace_back(reinterpret_cast<const std::uint8_t*>(text->data()), text->size());
+  }
   for (std::size_t k = 0; k < parts && !req.piece; ++k) {
     // +1 for the NUL both JITs require. raw_size is bounded by the package reader (blocks and block
     // size); an allocation that still fails throws bad_alloc, which run() turns into this task's error.
@@ -676,8 +687,10 @@ result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
     if (created) {
       // A pool that cannot take the job leaves it queued: wait() takes it over.
       bool counted = false;
+      // No at_exit_flush() here: the exit handler must be registered after the driver's own (which
+      // it may register lazily, at its first JIT), so that ours runs first; publish() registers it
+      // after each compile, and a load's first piece is compiled before the load returns.
       try {
-        at_exit_flush();
         {
           std::lock_guard<std::mutex> lock(mu_);
           adopt_counts_locked();

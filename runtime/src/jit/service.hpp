@@ -56,9 +56,13 @@ namespace fatpack::detail {
 // of its own, compiled and cached under its own key (the XXH3 of its text), so that a program
 // compiles and a later process reads only the pieces it uses.
 struct jit_piece {
-  std::string ptx;  // the piece's text, NUL-terminated (the JITs need the NUL)
-  std::uint64_t xxh3 = 0;  // of the text without the NUL
+  std::uint64_t xxh3 = 0, size = 0;  // of the text (without a NUL): the cache key's PTX hash and size
   std::uint32_t index = 0, count = 0;
+  // The text with its NUL (the JITs need one): given when the split was made in this process, else
+  // made on the first miss from the package's piece plan (docs/format.md §4.2), which decompresses
+  // the entry then; a hit never needs it.
+  std::string ptx;
+  std::function<result<std::string>()> make;
 };
 
 struct jit_request {

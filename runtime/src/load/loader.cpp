@@ -300,7 +300,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
           st->pieces = std::move(pieces);
           rep.pieces = std::to_string(n) + " pieces (" +
                        (groups ? "at most " + std::to_string(groups) + " balanced by size" : std::string("per kernel")) +
-                       "), " + (pp == piece_policy::background ? "compiling in the background" : "compiled on demand") +
+                       ((*split)->from_plan ? ", the package's plan" : ", split at load") + "), " + (pp == piece_policy::background ? "compiling in the background" : "compiled on demand") +
                        "; a kernel's piece is loaded when the kernel is first asked for";
           a.ok = true;
           a.jit_path = "pieces";

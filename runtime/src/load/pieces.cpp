@@ -170,6 +170,7 @@ result<std::shared_ptr<const entry_split>> split_now(const jit_request& req, std
   for (auto& p : split->pieces) {
     auto src = std::make_shared<jit_piece>();
     src->xxh3 = core::xxh3(core::byte_span(reinterpret_cast<const std::uint8_t*>(p.text.data()), p.text.size()));
+    src->size = p.text.size();
     src->ptx = std::move(p.text);
     src->ptx.push_back('\0');
     src->index = std::uint32_t(out->sources.size());
@@ -179,6 +180,71 @@ result<std::shared_ptr<const entry_split>> split_now(const jit_request& req, std
     out->globals.push_back(std::move(p.globals));
   }
   return std::shared_ptr<const entry_split>(std::move(out));
+}
+
+// The entry's raw PTX, decompressed once for all its pieces (on the first piece a cache does not
+// have) and kept while any piece may still need it.
+struct plan_source {
+  package_ptr package;
+  std::size_t entry = 0;
+  std::string module;
+  std::mutex mu;
+  std::shared_ptr<const std::string> raw;  // guarded by mu
+
+  result<std::shared_ptr<const std::string>> text() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (raw) return raw;
+    const auto& e = package->view.entries().at(entry);
+    auto t = std::make_shared<std::string>(static_cast<std::size_t>(e.raw_size), '\0');
+    if (auto s = package->view.decompress_into(entry, reinterpret_cast<std::uint8_t*>(t->data()),
+                                               std::min(8u, os::hardware_threads()));
+        !s)
+      return s.error();
+    raw = std::move(t);
+    return raw;
+  }
+};
+
+// The split the package recorded (docs/format.md §4.2): nothing is decompressed or split now; each
+// piece's text is made from the plan on its first miss, and checked against the plan's XXH3.
+std::shared_ptr<const entry_split> split_from_plan(const jit_request& req) {
+  const auto& e = req.package->view.entries().at(req.entry);
+  const core::piece_plan& plan = e.plan;
+  auto out = std::make_shared<entry_split>();
+  out->from_plan = true;
+  auto source = std::make_shared<plan_source>();
+  source->package = req.package;
+  source->entry = req.entry;
+  source->module = req.module;
+  const auto count = std::uint32_t(plan.pieces.size());
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const core::piece_plan_piece& pp = plan.pieces[i];
+    auto src = std::make_shared<jit_piece>();
+    src->xxh3 = pp.xxh3;
+    src->size = pp.size;
+    src->index = i;
+    src->count = count;
+    const std::uint64_t header_end = plan.header_end;
+    src->make = [source, header_end, i, &pp]() -> result<std::string> {
+      auto raw = source->text();
+      if (!raw) return raw.error();
+      std::string text = core::assemble_ptx_piece(**raw, header_end, pp.ranges);
+      if (text.size() != pp.size ||
+          core::xxh3(core::byte_span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size())) != pp.xxh3)
+        return error{errc::bad_package, 0,
+                     "package '" + source->package->name + "', module '" + source->module + "': piece " +
+                         std::to_string(i + 1) + " of the package's piece plan does not match its PTX",
+                     {}};
+      text.push_back('\0');
+      return text;
+    };
+    out->sources.push_back(std::move(src));
+    std::vector<std::string> kernels;
+    for (std::uint32_t k : pp.kernels) kernels.emplace_back(e.kernels.at(k));
+    out->kernels.push_back(std::move(kernels));
+    out->globals.push_back(pp.globals);
+  }
+  return out;
 }
 
 }  // namespace
@@ -195,8 +261,11 @@ result<std::shared_ptr<const entry_split>> split_entry(const jit_request& whole,
     }
   }
   // Split outside the lock (hundreds of milliseconds for a large module); two threads splitting the
-  // same entry at once both finish and the first one's result is kept.
-  auto split = split_now(whole, groups);
+  // same entry at once both finish and the first one's result is kept. A per-kernel split the
+  // package recorded at pack time is used as it is.
+  const auto& e = whole.package->view.entries().at(whole.entry);
+  auto split = groups == 0 && !e.plan.empty() ? result<std::shared_ptr<const entry_split>>(split_from_plan(whole))
+                                              : split_now(whole, groups);
   if (!split) return split;
   std::lock_guard<std::mutex> lock(memo_mu());
   auto [it, fresh] = memo().emplace(key, split_memo_entry{whole.package, *split});
@@ -254,7 +323,7 @@ void queue_pieces(piece_set& set) {
 status probe_pieces(piece_set& set) {
   std::uint32_t smallest = 0;
   for (std::uint32_t i = 1; i < set.slots.size(); ++i)
-    if (set.slots[i]->src->ptx.size() < set.slots[smallest]->src->ptx.size()) smallest = i;
+    if (set.slots[i]->src->size < set.slots[smallest]->src->size) smallest = i;
   piece_slot& slot = *set.slots[smallest];
   std::shared_ptr<jit_task> task;
   {

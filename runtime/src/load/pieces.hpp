@@ -71,6 +71,7 @@ struct entry_split {
   std::vector<std::vector<std::string>> kernels, globals;  // per piece
   std::string why_whole;  // when sources is empty
   double decompress_ms = 0, split_ms = 0;
+  bool from_plan = false;  // the package's piece plan (docs/format.md §4.2): nothing split or decompressed
   bool is_split() const { return sources.size() >= 2; }
 };
 

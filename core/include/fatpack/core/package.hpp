@@ -13,17 +13,35 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fatpack::core {
 
 inline constexpr std::uint8_t package_magic[8] = {0x89, 'F', 'P', 'K', '\r', '\n', 0x1A, '\n'};
 inline constexpr std::uint16_t format_major = 1;
-inline constexpr std::uint16_t format_minor = 1;  // 1.1: link groups (docs/format.md §4.1)
-// What writers put in version_minor: 0 unless the package holds a link group, so that a package
-// without one stays byte-identical to what v1.0 writers wrote.
+inline constexpr std::uint16_t format_minor = 2;  // 1.1: link groups (§4.1); 1.2: piece plans (§4.2)
+// What writers put in version_minor: 0 unless the package holds a link group (1) or a piece plan (2),
+// so that a package without them stays byte-identical to what v1.0 writers wrote.
 inline constexpr std::uint16_t format_minor_plain = 0;
 inline constexpr std::uint16_t format_minor_link_groups = 1;
+inline constexpr std::uint16_t format_minor_piece_plans = 2;
+
+// Kernel-granular JIT (docs/format.md §4.2, docs/splitting.md): how a PTX entry splits into
+// independent pieces, recorded at pack time so that a reader compiles one piece without splitting
+// the module again. A piece's text is the entry's raw bytes [0, header_end), then each range
+// (core::assemble_ptx_piece); `xxh3` and `size` are of that text.
+struct piece_plan_piece {
+  std::uint64_t xxh3 = 0, size = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // [first, second) of the raw PTX
+  std::vector<std::uint32_t> kernels;                            // indexes into the entry's kernel list
+  std::vector<std::string> globals;  // module-scope state it defines (cuModuleGetGlobal names)
+};
+struct piece_plan {
+  std::uint64_t header_end = 0;
+  std::vector<piece_plan_piece> pieces;  // none, or two or more
+  bool empty() const { return pieces.empty(); }
+};
 inline constexpr std::uint32_t header_size_v1 = 128;
 inline constexpr std::uint32_t entry_size_v1 = 128;
 inline constexpr std::uint32_t payload_alignment = 64;
@@ -48,6 +66,8 @@ struct entry_info {
   // together as one module. Selection sees the group as its first part.
   std::uint16_t link_part = 0;
   std::uint16_t link_parts = 0;
+  // Format 1.2 (§4.2): the entry's piece plan; empty when it has none.
+  piece_plan plan;
   bool in_link_group() const { return link_parts != 0; }
   // Whether selection lists this entry: a standalone entry or the first part of a group.
   bool selectable() const { return link_part == 0; }

@@ -3,6 +3,7 @@
 
 #include "fatpack/core/codec.hpp"
 #include "fatpack/core/error.hpp"
+#include "fatpack/core/package.hpp"
 #include "fatpack/core/target.hpp"
 
 #include <cstdint>
@@ -25,6 +26,9 @@ struct entry_input {
   // that the runtime JIT-links together. A group's parts are given consecutively, in part order.
   std::uint16_t link_part = 0;
   std::uint16_t link_parts = 0;
+  // Format 1.2 (docs/format.md §4.2): how this PTX entry splits into pieces (import_input fills it
+  // for PTX it can split); written only for a standalone PTX entry.
+  piece_plan plan;
 };
 
 struct pack_options {

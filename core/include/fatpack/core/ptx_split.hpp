@@ -16,11 +16,13 @@
 #pragma once
 
 #include "fatpack/core/error.hpp"
+#include "fatpack/core/package.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fatpack::core {
@@ -47,6 +49,11 @@ struct ptx_piece {
   // each in exactly one piece, so a lookup by name (cuModuleGetGlobal) knows which piece to ask.
   // Empty for a module that was not split.
   std::vector<std::string> globals;
+  // Where the text comes from (empty for a module that was not split): the module's bytes
+  // [0, header_end) and these byte ranges [first, second) of the module, as assemble_ptx_piece puts
+  // them together. A package records them (docs/format.md §4.2) so a reader rebuilds the piece
+  // without splitting again.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
 };
 
 struct ptx_split_result {
@@ -55,7 +62,20 @@ struct ptx_split_result {
   // the module's text, without trailing NULs or a byte order mark). A module with one kernel, or
   // with kernels that all share state, is split as asked and may still be one piece.
   std::string unsplit_reason;
+  std::uint64_t header_end = 0;  // the header's end (see ptx_piece::ranges); 0 when not split
 };
+
+// The text of a piece (docs/splitting.md): module[0, header_end), a newline, then for each range a
+// newline, module[first, second) and a newline. The caller checked every bound against the module.
+std::string assemble_ptx_piece(std::string_view module, std::uint64_t header_end,
+                               const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges);
+// The package's record of a per-kernel split of `ptx` (an entry's raw PTX, whose kernels are
+// `kernels` in the entry's order): docs/format.md §4.2. Empty when the module stays one piece or
+// cannot be split (the runtime then compiles it whole, or splits it itself with other options).
+piece_plan make_piece_plan(byte_span ptx, const std::vector<std::string>& kernels, std::string_view source);
+
+// Its size without building it (same bounds).
+std::uint64_t ptx_piece_size(std::uint64_t header_end, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges);
 
 // Splits the PTX text `bytes` (trailing NULs and a leading byte order mark ignored). Errors (never
 // thrown): text that is not PTX or is malformed (errc::malformed, naming `source` and the line), a
