@@ -225,10 +225,12 @@ std::string driver_release() {
   std::getline(f, line);
   const auto at = line.find("Kernel Module");
   if (at == std::string::npos) return "";
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...": the
+  // first word made of digits and dots (the word right after "Kernel Module" is not always it).
   std::istringstream s(line.substr(at + 13));
-  std::string v;
-  s >> v;
-  return v;
+  for (std::string v; s >> v;)
+    if (!v.empty() && v.find_first_not_of("0123456789.") == std::string::npos && v.find('.') != std::string::npos) return v;
+  return "";
 }
 
 // A real GPU can allocate memory; the fake driver (FATPACK_LIBCUDA, CPU smoke test) cannot.
