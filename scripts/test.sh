@@ -59,17 +59,17 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/t
 # ASan+UBSan: every unit and stress test of core and the runtime, the malformed-input sweeps and the
 # fuzz corpora (ctest test names; each is also its executable's target name, see tests/*/CMakeLists.txt).
 if [ "$jobs" = 1 ] || [ "$jobs" = asan ]; then
-  sanitizer_job asan address,undefined format_test inputs_test select_test error_test runtime_test nvrtc_test \
+  sanitizer_job asan address,undefined format_test inputs_test select_test error_test runtime_test pieces_test nvrtc_test \
     cache_unit_test cache_process_test malformed_test golden_test fuzz_package_replay fuzz_fatbin_replay \
     fuzz_cubin_replay fuzz_ptx_replay fuzz_input_replay fuzz_jit_options_replay fuzz_kernel_name_replay \
     fuzz_cache_entry_replay fuzz_index_replay fuzz_ptx_split_replay remote_layer_test http_store_test \
     redis_store_test
 fi
 # TSan: the thread pool (format_test), the JIT service's single flight, warm-up and store queue and
-# the runtime's 16-thread loads (runtime_test), the cache's threaded cases (cache_unit_test) and
+# the runtime's 16-thread loads (runtime_test), kernel-granular JIT's pieces (pieces_test), the cache's threaded cases (cache_unit_test) and
 # the multi-process stress with TSan-built probes (cache_process_test), the fleet cache's layer
 # (its background queue, leases) and HTTP store (pooled connections from 8 threads).
 if [ "$jobs" = 1 ] || [ "$jobs" = tsan ]; then
-  sanitizer_job tsan thread format_test runtime_test cache_unit_test cache_process_test remote_layer_test \
+  sanitizer_job tsan thread format_test runtime_test pieces_test cache_unit_test cache_process_test remote_layer_test \
     http_store_test redis_store_test
 fi
