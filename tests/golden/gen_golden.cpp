@@ -10,6 +10,8 @@
 // Format 1.1 (link groups, docs/format.md §4.1) has its own folder, tests/golden/v1.1/:
 //   build/tests/golden/fatpack_gen_golden --link-group tests/golden/v1.1 \
 //     build/tests/artifacts/rdc_kernel.compute_90.rdc.ptx build/tests/artifacts/rdc_device.compute_90.rdc.ptx
+// Format 1.2 (piece plans, docs/format.md §4.2), tests/golden/v1.2/:
+//   build/tests/golden/fatpack_gen_golden --piece-plan tests/golden/v1.2 build/tests/artifacts/split/varied.plain.sm_80.ptx
 #include "cache/entry.hpp"
 #include "cache/index.hpp"
 #include "cache/key.hpp"
@@ -91,8 +93,38 @@ int write_link_group(const std::string& dir, const char* kernel_ptx, const char*
   return manifest.good() ? 0 : 1;
 }
 
+// tests/golden/v1.2/: one package (lz4) holding a PTX entry with a piece plan (docs/format.md §4.2).
+int write_piece_plan(const std::string& dir, const char* ptx) {
+  auto in = core::import_input(core::byte_span(read(ptx)), ptx, "varied");
+  if (!in || in->size() != 1 || in->front().plan.empty()) {
+    std::cerr << ptx << ": no PTX entry with a piece plan\n";
+    return 1;
+  }
+  auto pkg = core::write_package("golden_plan", *in, core::pack_options{});
+  if (!pkg) {
+    std::cerr << pkg.error().message << "\n";
+    return 1;
+  }
+  write(dir + "/package_piece_plan.fpk", *pkg);
+  std::ofstream manifest(dir + "/MANIFEST");
+  manifest << "# Written by tests/golden/gen_golden.cpp --piece-plan with the writers of fatpack (package format 1.2). "
+              "golden_test.cpp reads it.\n";
+  const auto& e = in->front();
+  manifest << "package package_piece_plan.fpk golden_plan " << e.raw.size() << " " << hex64(core::xxh3(core::byte_span(e.raw)))
+           << " " << e.plan.header_end << " " << e.plan.pieces.size() << "\n";
+  for (const auto& p : e.plan.pieces) {
+    std::string kernels, globals;
+    for (auto k : p.kernels) kernels += (kernels.empty() ? "" : ",") + e.kernels.at(k);
+    for (const auto& g : p.globals) globals += (globals.empty() ? "" : ",") + g;
+    manifest << "piece " << hex64(p.xxh3) << " " << p.size << " " << p.ranges.size() << " " << kernels << " "
+             << (globals.empty() ? "-" : globals) << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 5 && std::string(argv[1]) == "--link-group") return write_link_group(argv[2], argv[3], argv[4]);
+  if (argc == 4 && std::string(argv[1]) == "--piece-plan") return write_piece_plan(argv[2], argv[3]);
   if (argc != 5) {
     std::cerr << "usage: fatpack_gen_golden OUTDIR SM75.cubin SM90.cubin COMPUTE90.ptx\n";
     return 2;

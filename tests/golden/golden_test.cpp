@@ -8,6 +8,7 @@
 
 #include "fatpack/core/codec.hpp"
 #include "fatpack/core/package.hpp"
+#include "fatpack/core/ptx_split.hpp"
 
 #include <doctest/doctest.h>
 
@@ -27,6 +28,7 @@ namespace {
 
 const std::string dir = FATPACK_GOLDEN_DIR;
 const std::string dir_v1_1 = FATPACK_GOLDEN_V1_1_DIR;
+const std::string dir_v1_2 = FATPACK_GOLDEN_V1_2_DIR;
 
 bytes read(const std::string& name, const std::string& folder = dir) {
   std::ifstream f(folder + "/" + name, std::ios::binary);
@@ -152,6 +154,47 @@ TEST_CASE("golden v1.1 package with a link group reads back exactly") {
     auto raw = pv->decompress(k);
     REQUIRE(raw);
     CHECK(hex64(core::xxh3(core::byte_span(*raw))) == w[6]);
+  }
+}
+
+TEST_CASE("golden v1.2 package with a piece plan reads back exactly, and its pieces rebuild") {
+  // The "package" line, then its "piece" lines.
+  const auto lines = manifest("package", dir_v1_2);
+  REQUIRE(lines.size() >= 3);
+  const auto& w = lines[0];
+  REQUIRE(w[0] == "package");
+  const std::vector<std::vector<std::string>> pieces(lines.begin() + 1, lines.end());
+  const bytes b = read(w[1], dir_v1_2);
+  auto pv = core::package_view::parse(core::byte_span(b), w[1]);
+  REQUIRE_MESSAGE(pv, pv.error().message);
+  CHECK(pv->name() == w[2]);
+  CHECK(pv->version_major() == 1);
+  CHECK(pv->version_minor() == 2);
+  CHECK(pv->verify());
+  REQUIRE(pv->entries().size() == 1);
+  const auto& e = pv->entries()[0];
+  CHECK(e.raw_size == std::stoull(w[3]));
+  auto raw = pv->decompress(0);
+  REQUIRE(raw);
+  CHECK(hex64(core::xxh3(core::byte_span(*raw))) == w[4]);
+  CHECK(e.plan.header_end == std::stoull(w[5]));
+  REQUIRE(e.plan.pieces.size() == std::stoul(w[6]));
+  REQUIRE(pieces.size() == e.plan.pieces.size());
+  const std::string_view text(reinterpret_cast<const char*>(raw->data()), raw->size());
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    CAPTURE(i);
+    const auto& p = e.plan.pieces[i];
+    CHECK(hex64(p.xxh3) == pieces[i][1]);
+    CHECK(p.size == std::stoull(pieces[i][2]));
+    CHECK(p.ranges.size() == std::stoul(pieces[i][3]));
+    std::string kernels, globals;
+    for (auto k : p.kernels) kernels += (kernels.empty() ? "" : ",") + std::string(e.kernels.at(k));
+    for (const auto& g : p.globals) globals += (globals.empty() ? "" : ",") + g;
+    CHECK(kernels == pieces[i][4]);
+    CHECK((globals.empty() ? "-" : globals) == pieces[i][5]);
+    const std::string made = core::assemble_ptx_piece(text, e.plan.header_end, p.ranges);
+    CHECK(made.size() == p.size);
+    CHECK(core::xxh3(core::byte_span(reinterpret_cast<const std::uint8_t*>(made.data()), made.size())) == p.xxh3);
   }
 }
 
