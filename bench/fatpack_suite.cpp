@@ -308,18 +308,25 @@ void run_speed(const settings& s, tsv_writer& tsv) {
     dumps.push_back(std::move(d));
   }
   const kernel_dump& base = dumps[0];
+  // Kernels are matched by name: each path lists them in its own image's order.
+  std::map<std::string, std::size_t> base_index;
+  for (std::size_t k = 0; k < base.names.size(); ++k) base_index.emplace(base.names[k], k);
   for (std::size_t p = 0; p < dumps.size(); ++p) {
     const kernel_dump& d = dumps[p];
     double log_sum = 0, max_rel = 0, sum_ms = 0;
-    std::size_t within = 0, bitwise = 0, compared = 0, n = std::min(d.names.size(), base.names.size());
-    for (std::size_t k = 0; k < n; ++k) {
-      log_sum += std::log(d.ms[k] / base.ms[k]);
+    std::size_t within = 0, bitwise = 0, compared = 0, n = 0;
+    for (std::size_t k = 0; k < d.names.size(); ++k) {
+      const auto at = base_index.find(d.names[k]);
+      if (at == base_index.end()) continue;
+      const std::size_t j = at->second;
+      ++n;
+      log_sum += std::log(d.ms[k] / base.ms[j]);
       sum_ms += d.ms[k];
-      if (!d.complete[k] || !base.complete[k] || d.out[k].size() != base.out[k].size()) continue;
+      if (!d.complete[k] || !base.complete[j] || d.out[k].size() != base.out[j].size()) continue;
       ++compared;
       bool close = true, same = true;
-      for (std::size_t i = 0; i < d.out[k].size() && i < base.out[k].size(); ++i) {
-        const double a = base.out[k][i], b = d.out[k][i];
+      for (std::size_t i = 0; i < d.out[k].size(); ++i) {
+        const double a = base.out[j][i], b = d.out[k][i];
         if (a != b) same = false;
         const double rel = std::fabs(a - b) / std::max(1.0, std::fabs(a));
         max_rel = std::max(max_rel, rel);
