@@ -194,7 +194,7 @@ TEST_CASE("what stays whole: relocatable PTX, pieces off, the one-line port; the
   fatpack_module_release(cm);
   CHECK(fatpack_set_jit_pieces(FATPACK_JIT_PIECES_OFF) == FATPACK_OK);
   CHECK(fatpack::get_jit_pieces() == fatpack::jit_pieces::off);
-  CHECK(fatpack_set_jit_pieces(static_cast<fatpack_jit_pieces>(7)) != FATPACK_OK);
+  CHECK(fatpack_set_jit_pieces(7) != FATPACK_OK);
   CHECK(fatpack::get_jit_pieces() == fatpack::jit_pieces::off);
 }
 

@@ -139,7 +139,7 @@ FATPACK_API fatpack_status fatpack_set_policy(fatpack_policy policy);
 FATPACK_API fatpack_status fatpack_set_background_upgrade(int on);
 /* Kernel-granular JIT (as fatpack::set_jit_pieces). */
 typedef enum { FATPACK_JIT_PIECES_OFF = 0, FATPACK_JIT_PIECES_ON_DEMAND = 1, FATPACK_JIT_PIECES_BACKGROUND = 2 } fatpack_jit_pieces;
-FATPACK_API fatpack_status fatpack_set_jit_pieces(fatpack_jit_pieces mode);
+FATPACK_API fatpack_status fatpack_set_jit_pieces(int mode); /* a fatpack_jit_pieces value */
 
 /* package may be NULL (any package); device -1: the current context's device, else 0. The module goes
  * into the calling thread's current context when it has one on that device (the application's own

@@ -233,7 +233,7 @@ fatpack_status fatpack_set_background_upgrade(int on) {
   });
 }
 
-fatpack_status fatpack_set_jit_pieces(fatpack_jit_pieces mode) {
+fatpack_status fatpack_set_jit_pieces(int mode) {
   return guarded([&] {
     if (mode != FATPACK_JIT_PIECES_OFF && mode != FATPACK_JIT_PIECES_ON_DEMAND && mode != FATPACK_JIT_PIECES_BACKGROUND)
       return fail(fatpack::errc::invalid_argument, "fatpack_set_jit_pieces: not a fatpack_jit_pieces value");
