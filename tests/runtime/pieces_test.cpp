@@ -155,6 +155,7 @@ TEST_CASE("background: every piece compiles on the pool; wait_cache_refresh wait
 
 TEST_CASE("FATPACK_JIT_PIECE_GROUPS: at most N pieces balanced by size") {
   fatpack::set_jit_pieces(fatpack::jit_pieces::on_demand);
+  fatpack::wait_cache_refresh();  // no pool thread reads the environment while it changes
   setenv("FATPACK_JIT_PIECE_GROUPS", "3", 1);
   add_varied("pv_groups");
   auto m = load("pv_groups");
@@ -199,8 +200,10 @@ TEST_CASE("what stays whole: relocatable PTX, pieces off, the one-line port; the
 }
 
 TEST_CASE("a driver that refuses the PTX refuses it at load, naming the piece; not remembered") {
-  fatpack::set_jit_pieces(fatpack::jit_pieces::background);
+  // On demand: no pool thread compiles (and reads the fake's environment) while the test changes it.
+  fatpack::set_jit_pieces(fatpack::jit_pieces::on_demand);
   add_varied("pv_fail");
+  fatpack::wait_cache_refresh();
   setenv("FAKECUDA_FAIL_JIT", "1", 1);
   fatpack::load_options o;
   o.package = "pv_fail";
@@ -211,7 +214,6 @@ TEST_CASE("a driver that refuses the PTX refuses it at load, naming the piece; n
   CHECK(bad.error().code == fatpack::errc::jit_failed);
   CHECK(bad.error().message.find("varied piece 12 of 12 (kernel _Z10surf_writey)") != std::string::npos);
   CHECK(!bad.error().log.empty());  // the JIT's log
-  fatpack::wait_cache_refresh();    // the other pieces failed in the background too
   auto good = fatpack::load_module("varied", o);
   REQUIRE_MESSAGE(good.has_value(), (good ? "" : good.error().what()));
   for (const auto& k : all_kernels) CHECK_MESSAGE(good->function(k).has_value(), k);
@@ -221,6 +223,7 @@ TEST_CASE("a kernel first asked for while a stream is captured: its piece loads 
   fatpack::set_jit_pieces(fatpack::jit_pieces::on_demand);
   add_varied("pv_capture");
   auto m = load("pv_capture");
+  fatpack::wait_cache_refresh();
   setenv("FAKECUDA_CAPTURING", "1", 1);
   auto f = m.function("_Z5ext_aPf");
   unsetenv("FAKECUDA_CAPTURING");
