@@ -160,10 +160,11 @@ TEST_CASE("kill -9 of concurrent writers at random points: every read right or a
   auto t0 = std::chrono::steady_clock::now();
   for (int w = 0; w < max_waves && kills < 200; ++w, ++waves) {
     // A new driver version per wave: every key is a new exact key, so each wave writes (and, with
-    // a small bound, evicts and rebuilds) while it is being killed.
+    // a small bound, evicts and rebuilds) while it is being killed. 64K holds one version's 30
+    // stored entries (~1.7 KB each), not two.
     env_map env = cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", std::to_string(13000 + 10 * (w % 10))},
                                          {"FATPACK_CACHE_OTHER_DRIVER", "0"},
-                                         {"FATPACK_CACHE_MAXSIZE", "40K"},
+                                         {"FATPACK_CACHE_MAXSIZE", "64K"},
                                          {"FAKECUDA_JIT_DELAY_MS", "1"}});
     std::vector<running> kids;
     std::vector<std::chrono::steady_clock::time_point> when;
@@ -219,7 +220,7 @@ TEST_CASE("kill -9 of concurrent writers at random points: every read right or a
   for (int v = 0; v < 10; ++v) {
     auto r = probe({"--package", pkg, "load-all", "cache-wait", "cache-stats"},
                    cache_env(cache, log, {{"FAKECUDA_DRIVER_VERSION", std::to_string(13000 + 10 * v)},
-                                          {"FATPACK_CACHE_OTHER_DRIVER", "0"}, {"FATPACK_CACHE_MAXSIZE", "40K"}}));
+                                          {"FATPACK_CACHE_OTHER_DRIVER", "0"}, {"FATPACK_CACHE_MAXSIZE", "64K"}}));
     CHECK(r.status == 0);
     CHECK(field(r.out, "load-all", "wrong") == 0);
     CHECK(field(r.out, "load-all", "ok") == m);

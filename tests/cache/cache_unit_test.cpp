@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -237,6 +238,25 @@ TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G wa
   CHECK(c.warnings[0].find("not a size") != std::string::npos);
 }
 
+TEST_CASE("FATPACK_CACHE_CODEC: none (the default) or lz4; anything else is one warning and the default") {
+  unsetenv("FATPACK_CACHE_CODEC");
+  CHECK(config_from_env().codec == entry_codec::stored);
+  setenv("FATPACK_CACHE_CODEC", "lz4", 1);
+  CHECK(config_from_env().codec == entry_codec::lz4);
+  CHECK(config_from_env().warnings.empty());
+  setenv("FATPACK_CACHE_CODEC", "none", 1);
+  CHECK(config_from_env().codec == entry_codec::stored);
+  for (const char* bad : {"zstd", "LZ4", "1", " none"}) {
+    CAPTURE(bad);
+    setenv("FATPACK_CACHE_CODEC", bad, 1);
+    const config c = config_from_env();
+    CHECK(c.codec == entry_codec::stored);
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find("FATPACK_CACHE_CODEC") != std::string::npos);
+  }
+  unsetenv("FATPACK_CACHE_CODEC");
+}
+
 TEST_CASE("FATPACK_CACHE_HOLDER_STALL_S: 2-3600 s; garbage or out of range is one warning and the default") {
   for (const char* bad : {"0", "1", "3601", "-5", "10s", "lots", " 7", "99999999999"}) {
     CAPTURE(bad);
@@ -257,13 +277,17 @@ TEST_CASE("FATPACK_CACHE_HOLDER_STALL_S: 2-3600 s; garbage or out of range is on
 }
 
 TEST_CASE("entries: round trip; every header bit flip, truncation and payload damage is refused") {
+  entry_codec codec = entry_codec::lz4;
+  SUBCASE("LZ4") { codec = entry_codec::lz4; }
+  SUBCASE("stored") { codec = entry_codec::stored; }
   const full_key k = make_full_key(key_for(0x77));
   std::string why;
-  auto enc = encode_entry(k, fatpack::core::byte_span(cubin90()), 1, why);
+  auto enc = encode_entry(k, fatpack::core::byte_span(cubin90()), 1, why, codec);
   REQUIRE_MESSAGE(enc.has_value(), why);
   MESSAGE("entry of a " << cubin90().size() << "-byte cubin: " << enc->size() << " bytes ("
                         << double(enc->size()) / double(cubin90().size()) << " per cubin byte)");
-  CHECK(enc->size() < cubin90().size());
+  if (codec == entry_codec::lz4) CHECK(enc->size() < cubin90().size());
+  if (codec == entry_codec::stored) CHECK(enc->size() > cubin90().size());
   const expected_key want{&k.code, &k.driver, 90};
   entry_header h;
   std::string drv, problem;
@@ -327,7 +351,83 @@ TEST_CASE("entries: round trip; every header bit flip, truncation and payload da
   CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), wrong_sm, h, drv, problem).has_value());
   // Not a cubin: not cached.
   std::vector<std::uint8_t> junk(1000, 0x41);
-  CHECK_FALSE(encode_entry(k, fatpack::core::byte_span(junk), 1, why).has_value());
+  CHECK_FALSE(encode_entry(k, fatpack::core::byte_span(junk), 1, why, codec).has_value());
+}
+
+TEST_CASE("entries: a stored entry whose header and texts were re-checksummed to lie is still refused") {
+  // The header's own checksum is recomputed after each change, as a forger would: what then refuses
+  // the entry is the stored-entry rules (payload = cubin, one checksum for both, no block size).
+  const full_key k = make_full_key(key_for(0x79));
+  std::string why;
+  auto enc = encode_entry(k, fatpack::core::byte_span(cubin90()), 1, why, entry_codec::stored);
+  REQUIRE(enc.has_value());
+  const expected_key want{&k.code, &k.driver, 90};
+  // The entry with `bytes` bytes at `off` set to `value` and its header checksum recomputed: what
+  // decode_entry says ("" when it accepts it).
+  auto forged = [&](std::size_t off, std::uint64_t value, int bytes) {
+    auto b = *enc;
+    for (int i = 0; i < bytes; ++i) b[off + i] = static_cast<std::uint8_t>(value >> (8 * i));
+    const std::uint64_t h = XXH3_64bits(b.data(), 120);
+    for (int i = 0; i < 8; ++i) b[120 + i] = static_cast<std::uint8_t>(h >> (8 * i));
+    entry_header hh;
+    std::string d2, problem;
+    auto r = decode_entry(fatpack::core::byte_span(b), want, hh, d2, problem);
+    return r ? std::string() : "refused: " + problem;
+  };
+  CHECK(forged(0, 0, 0).empty());                                                       // unchanged: accepted
+  CHECK(forged(96, 256u << 10, 4).find("block size") != std::string::npos);             // a block size
+  CHECK(forged(72, 0x1234, 8).find("checksums differ") != std::string::npos);           // payload hash != cubin hash
+  CHECK(forged(16, 7, 4).find("unknown flags") != std::string::npos);                   // codec 7
+  CHECK(forged(64, cubin90().size() - 1, 8).find("payload size") != std::string::npos);  // payload != cubin size
+}
+
+TEST_CASE("store: stored entries larger than the front read come in two reads; LZ4 entries stay readable") {
+  // A cubin padded past the front read (header + the longest key texts), so the cubin is read on
+  // its own straight into the returned buffer.
+  auto big = cubin90();
+  big.resize(max_entry_front + 100 * 1024, 0);
+  REQUIRE_MESSAGE(cubin_sm_word(fatpack::core::byte_span(big)).has_value(), "a padded cubin is still a cubin");
+  const std::string root = fresh("stored");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+  const full_key a = make_full_key(key_for(31)), b = make_full_key(key_for(32));
+  std::string why;
+  REQUIRE(d->write(a, fatpack::core::byte_span(big), why) == 0);
+  struct stat st{};
+  REQUIRE(::stat(d->entry_path(a).c_str(), &st) == 0);
+  CHECK(std::uint64_t(st.st_size) > big.size());  // stored, not compressed
+  auto hit = d->read_exact(a, 90);
+  REQUIRE(hit.has_value());
+  CHECK(*hit == big);
+  // One byte of the cubin changed, past the front: refused by the cubin's checksum, and removed.
+  {
+    std::FILE* f = std::fopen(d->entry_path(a).c_str(), "r+b");
+    REQUIRE(f);
+    std::fseek(f, -10, SEEK_END);
+    std::fputc(0x5A, f);
+    std::fclose(f);
+  }
+  const auto rejected0 = stats().rejected.load();
+  CHECK_FALSE(d->read_exact(a, 90).has_value());
+  CHECK(stats().rejected.load() == rejected0 + 1);
+  CHECK_FALSE(exists(d->entry_path(a)));
+  // Truncated inside the cubin: refused (the header's sizes), never a short buffer.
+  REQUIRE(d->write(a, fatpack::core::byte_span(big), why) == 0);
+  REQUIRE(::truncate(d->entry_path(a).c_str(), st.st_size - 1) == 0);
+  CHECK_FALSE(d->read_exact(a, 90).has_value());
+  // An LZ4 entry (a cache written by FATPACK_CACHE_CODEC=lz4, or before format 1.1) is read by a
+  // cache that writes stored entries, and the other way round.
+  auto lz = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::lz4);
+  REQUIRE(lz->write(b, fatpack::core::byte_span(big), why) == 0);
+  REQUIRE(::stat(d->entry_path(b).c_str(), &st) == 0);
+  CHECK(std::uint64_t(st.st_size) < big.size() / 2);
+  auto from_lz4 = d->read_exact(b, 90);
+  REQUIRE(from_lz4.has_value());
+  CHECK(*from_lz4 == big);
+  REQUIRE(d->write(a, fatpack::core::byte_span(big), why) == 0);
+  auto from_stored = lz->read_exact(a, 90);
+  REQUIRE(from_stored.has_value());
+  CHECK(*from_stored == big);
 }
 
 TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlink: never served, removed") {

@@ -36,16 +36,17 @@ struct entry_subject {
 const std::vector<entry_subject>& entries() {
   static const std::vector<entry_subject> v = [] {
     std::vector<entry_subject> out;
+    for (auto codec : {entry_codec::lz4, entry_codec::stored})
     for (auto [file, arch] : {std::pair{"vadd.sm_90.cubin", 90u}, {"vadd.sm_75.cubin", 75u}, {"vadd.sm_100f.cubin", 100u}}) {
       entry_subject s;
-      s.name = file;
+      s.name = std::string(file) + (codec == entry_codec::lz4 ? " (LZ4)" : " (stored)");
       s.arch = arch;
       s.cubin = read_file(artifact(file));
       s.key.code = code_key_of_text(std::string("v1|culink|ptx=0123456789abcdef:1916|src=compute_80@9.0|cc=") +
                                     std::to_string(arch) + (arch == 100 ? "f" : "") + "|opt=");
       s.key.driver = make_driver_id(13000, "580.159.04");
       std::string why;
-      auto enc = encode_entry(s.key, core::byte_span(s.cubin), 1764720000000000000ll, why);
+      auto enc = encode_entry(s.key, core::byte_span(s.cubin), 1764720000000000000ll, why, codec);
       REQUIRE_MESSAGE(enc.has_value(), why);
       s.file = *enc;
       out.push_back(std::move(s));

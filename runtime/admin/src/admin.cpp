@@ -82,7 +82,7 @@ result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_onl
   dir_verdict v = prepare_user_dir(dir, false);
   if (v.access != dir_access::read_write)
     return error{errc::io, 0, v.warning.empty() ? dir + ": cannot be opened read-write" : v.warning, {}};
-  return std::unique_ptr<admin>(new admin_impl(cache_dir::open(dir, true, cfg.max_bytes, dir, false)));
+  return std::unique_ptr<admin>(new admin_impl(cache_dir::open(dir, true, cfg.max_bytes, dir, false, cfg.codec)));
 }
 
 disk_stats admin_impl::stats() {

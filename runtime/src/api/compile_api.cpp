@@ -257,8 +257,12 @@ result<compiled> load_artifact(const compile_request& req, artifact a, const det
   c.report = std::move(a.report);
   c.report.device = dev.ordinal;
   const std::string module = module_name_of(req.name);
+  // Named by the source key where there is one (it decides the code: no hash of the cubin on a
+  // hit), else by the code's hash.
   const std::string package =
-      "nvrtc:" + module + ":" + core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size())));
+      "nvrtc:" + module + ":" +
+      (c.report.cache_key.size() >= 16 ? c.report.cache_key.substr(0, 16)
+                                       : core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size()))));
   // For the error below: the code is gone once it is registered.
   const std::string ptx_version = c.report.path == compile_path::nvrtc_ptx ? ptx_version_of(a.code) : std::string();
   if (auto s = detail::registry::instance().add_image(std::move(a.code), module, package); !s) {

@@ -89,6 +89,15 @@ config config_from_env() {
       pos = colon + 1;
     }
   }
+  if (const char* v = os::getenv("FATPACK_CACHE_CODEC"); v && *v) {
+    const std::string text = v;
+    if (text == "none")
+      c.codec = entry_codec::stored;
+    else if (text == "lz4")
+      c.codec = entry_codec::lz4;
+    else
+      c.warnings.push_back("FATPACK_CACHE_CODEC=" + text.substr(0, 64) + " is neither none nor lz4; using none");
+  }
   c.use_other_driver = env_flag("FATPACK_CACHE_OTHER_DRIVER", c.use_other_driver);
   if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) c.lock_wait_ms = std::atoi(w);
   if (const char* h = os::getenv("FATPACK_CACHE_HOLDER_STALL_S"); h && *h) {

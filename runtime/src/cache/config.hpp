@@ -15,6 +15,7 @@
 //   FATPACK_DRIVER_VERSION_FILE     test seam: read instead of /proc/driver/nvidia/version
 #pragma once
 
+#include "cache/entry.hpp"
 #include "cache/holders.hpp"
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct config {
   std::uint64_t max_bytes = default_max_bytes;
   std::vector<std::string> prebuilt;   // in search order
   bool use_other_driver = true;
+  // How new entries store the cubin (FATPACK_CACHE_CODEC): as it is (the default: a hit reads it
+  // straight into the buffer the driver loads) or LZ4 (about a quarter of the disk, a decode per hit).
+  entry_codec codec = entry_codec::stored;
   int lock_wait_ms = 120000;
   int holder_stall_s = default_holder_stall_s;
   std::vector<std::string> warnings;   // unparsable values (reported once by the cache)

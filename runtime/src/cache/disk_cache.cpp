@@ -33,7 +33,7 @@ std::shared_ptr<disk_cache> disk_cache::create(const config& cfg) {
   if (!v.warning.empty()) c->warn_once("user dir", "JIT cache: " + v.warning);
   if (v.access != dir_access::refused) {
     const bool rw = v.access == dir_access::read_write;
-    c->user_ = cache_dir::open(cfg.path, rw, cfg.max_bytes, "user", false);
+    c->user_ = cache_dir::open(cfg.path, rw, cfg.max_bytes, "user", false, cfg.codec);
     c->user_writable_ = rw;
   }
   log_line(log_level::debug, "JIT cache: " + (cfg.path.empty() ? std::string("(no directory)") : cfg.path) + " " +

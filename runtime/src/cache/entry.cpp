@@ -17,7 +17,6 @@ namespace fatpack::detail::cache {
 namespace {
 
 constexpr char magic[8] = {'F', 'P', 'K', 'C', 'U', 'B', 'I', 'N'};
-constexpr std::uint32_t codec_lz4 = 1;
 constexpr std::uint32_t known_flags = 0xF;  // codec bits; any other bit is a feature we do not know
 constexpr std::size_t hash_offset = 120;    // header XXH3 covers [0, 120)
 // LZ4 HC level 9: ~5x on cubins at ~20+ MB/s (measured: docs/cache.md), a small fraction
@@ -64,7 +63,7 @@ core::arch_variant sm_variant(std::uint32_t word) {
 }
 
 std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core::byte_span cubin,
-                                                      std::int64_t created_unix_ns, std::string& why) {
+                                                      std::int64_t created_unix_ns, std::string& why, entry_codec codec) {
   if (cubin.size == 0 || cubin.size > max_cubin_bytes) {
     why = "cubin of " + std::to_string(cubin.size) + " bytes is not cacheable (limit " +
           std::to_string(max_cubin_bytes) + ")";
@@ -75,22 +74,28 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
     why = "the JIT output is not a cubin the cache can check (no ELF e_flags SM)";
     return std::nullopt;
   }
-  auto payload = core::compress_lz4(lz4_level, block_size, cubin);
-  if (!payload) {
-    why = payload.error().message;
-    return std::nullopt;
+  std::vector<std::uint8_t> packed;
+  core::byte_span payload = cubin;
+  if (codec == entry_codec::lz4) {
+    auto c = core::compress_lz4(lz4_level, block_size, cubin);
+    if (!c) {
+      why = c.error().message;
+      return std::nullopt;
+    }
+    packed = std::move(*c);
+    payload = core::byte_span(packed.data(), packed.size());
   }
   const std::size_t texts = key.code.text.size() + key.driver.text.size();
-  std::vector<std::uint8_t> out(entry_header_size + texts + payload->size());
-  const std::size_t n = payload->size();
-  std::memcpy(out.data() + entry_header_size + texts, payload->data(), n);
+  std::vector<std::uint8_t> out(entry_header_size + texts + payload.size);
+  const std::size_t n = payload.size;
+  std::memcpy(out.data() + entry_header_size + texts, payload.data, n);
   const std::uint8_t* stored = out.data() + entry_header_size + texts;
   std::uint8_t* h = out.data();
   std::memcpy(h, magic, 8);
   put<std::uint16_t>(h, 8, format_major);
   put<std::uint16_t>(h, 10, format_minor);
   put<std::uint32_t>(h, 12, static_cast<std::uint32_t>(entry_header_size));
-  put<std::uint32_t>(h, 16, codec_lz4);
+  put<std::uint32_t>(h, 16, static_cast<std::uint32_t>(codec));
   put<std::uint32_t>(h, 20, static_cast<std::uint32_t>(key.code.text.size()));
   put<std::uint32_t>(h, 24, static_cast<std::uint32_t>(key.driver.text.size()));
   put<std::uint32_t>(h, 28, *sm);
@@ -98,10 +103,11 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
   put<std::uint64_t>(h, 48, key.driver.hash);
   put<std::uint64_t>(h, 56, cubin.size);
   put<std::uint64_t>(h, 64, static_cast<std::uint64_t>(n));
-  put<std::uint64_t>(h, 72, XXH3_64bits(stored, n));
-  put<std::uint64_t>(h, 80, XXH3_64bits(cubin.data, cubin.size));
+  const std::uint64_t cubin_xxh3 = XXH3_64bits(cubin.data, cubin.size);
+  put<std::uint64_t>(h, 72, codec == entry_codec::stored ? cubin_xxh3 : XXH3_64bits(stored, n));
+  put<std::uint64_t>(h, 80, cubin_xxh3);
   put<std::int64_t>(h, 88, created_unix_ns);
-  put<std::uint32_t>(h, 96, block_size);
+  put<std::uint32_t>(h, 96, codec == entry_codec::lz4 ? block_size : 0);
   put<std::uint64_t>(h, hash_offset, XXH3_64bits(h, hash_offset));
   std::memcpy(h + entry_header_size, key.code.text.data(), key.code.text.size());
   std::memcpy(h + entry_header_size + key.code.text.size(), key.driver.text.data(), key.driver.text.size());
@@ -124,7 +130,7 @@ std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_si
     return "header size " + std::to_string(h.header_size) + " out of range";
   if (get<std::uint64_t>(p, hash_offset) != XXH3_64bits(p, hash_offset)) return std::string("header checksum mismatch");
   h.flags = get<std::uint32_t>(p, 16);
-  if ((h.flags & ~known_flags) != 0 || (h.flags & 0xF) != codec_lz4)
+  if ((h.flags & ~known_flags) != 0 || (h.codec() != entry_codec::lz4 && h.codec() != entry_codec::stored))
     return "unknown flags " + core::hex(h.flags) + " (a newer format?)";
   h.code_text_size = get<std::uint32_t>(p, 20);
   h.driver_text_size = get<std::uint32_t>(p, 24);
@@ -137,41 +143,80 @@ std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_si
   h.cubin_xxh3 = get<std::uint64_t>(p, 80);
   h.created_unix_ns = get<std::int64_t>(p, 88);
   h.block_size = get<std::uint32_t>(p, 96);
-  if (h.block_size == 0 || h.block_size > (1u << 30)) return "block size " + std::to_string(h.block_size) + " out of range";
   if (h.cubin_size == 0 || h.cubin_size > max_cubin_bytes) return "cubin size " + std::to_string(h.cubin_size) + " out of range";
-  if (h.payload_size > max_payload(h.cubin_size, h.block_size))
-    return "payload size " + std::to_string(h.payload_size) + " larger than LZ4 blocks can produce";
-  if (h.code_text_size > 64 * 1024 || h.driver_text_size > 4096) return std::string("key text sizes out of range");
+  if (h.codec() == entry_codec::lz4) {
+    if (h.block_size == 0 || h.block_size > (1u << 30)) return "block size " + std::to_string(h.block_size) + " out of range";
+    if (h.payload_size > max_payload(h.cubin_size, h.block_size))
+      return "payload size " + std::to_string(h.payload_size) + " larger than LZ4 blocks can produce";
+  } else {
+    // Stored: the payload is the cubin, so its size and checksum are the cubin's.
+    if (h.block_size != 0) return "block size " + std::to_string(h.block_size) + " in a stored entry";
+    if (h.payload_size != h.cubin_size)
+      return "payload size " + std::to_string(h.payload_size) + " is not the stored cubin's " + std::to_string(h.cubin_size);
+    if (h.payload_xxh3 != h.cubin_xxh3) return std::string("payload and cubin checksums differ in a stored entry");
+  }
+  if (h.code_text_size > max_code_text || h.driver_text_size > max_driver_text)
+    return std::string("key text sizes out of range");
   if (h.file_size() != file_size)
     return "file is " + std::to_string(file_size) + " bytes, its header says " + std::to_string(h.file_size()) +
            " (truncated or extended)";
   return std::nullopt;
 }
 
-std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, const expected_key& want,
-                                                      entry_header& h, std::string& driver_text, std::string& problem) {
-  if (auto bad = parse_header(file, file.size, h)) {
-    problem = *bad;
-    return std::nullopt;
-  }
-  const std::uint8_t* p = file.data + h.header_size;
+std::optional<std::string> check_front(core::byte_span front, std::uint64_t file_size, const expected_key& want,
+                                       entry_header& h, std::string& driver_text) {
+  if (auto bad = parse_header(front, file_size, h)) return bad;
+  if (front.size < h.payload_offset()) return std::string("key texts past the bytes read");
+  const std::uint8_t* p = front.data + h.header_size;
   const std::string code_text(reinterpret_cast<const char*>(p), h.code_text_size);
   driver_text.assign(reinterpret_cast<const char*>(p + h.code_text_size), h.driver_text_size);
   // Both the hash and the full text must match: a file renamed to another key's name, or a hash
   // collision, is never served.
-  if (want.code && (h.code_hash != want.code->hash || code_text != want.code->text)) {
-    problem = "entry holds another key (" + code_text + ")";
+  if (want.code && (h.code_hash != want.code->hash || code_text != want.code->text))
+    return "entry holds another key (" + code_text + ")";
+  if (want.driver && (h.driver_hash != want.driver->hash || driver_text != want.driver->text))
+    return "entry is for driver " + driver_text + ", not " + want.driver->text;
+  if (!want.driver && XXH3_64bits(driver_text.data(), driver_text.size()) != h.driver_hash)
+    return std::string("driver text does not match its hash");
+  return std::nullopt;
+}
+
+namespace {
+
+// The checks every decoded or stored cubin gets: its checksum, its ELF SM against the header's and the key's.
+std::optional<std::string> check_cubin(const entry_header& h, core::byte_span cubin, const expected_key& want) {
+  if (cubin.size != h.cubin_size || XXH3_64bits(cubin.data, cubin.size) != h.cubin_xxh3)
+    return std::string("cubin checksum mismatch");
+  auto sm = cubin_sm_word(cubin);
+  if (!sm || *sm != h.sm) return std::string("cubin's SM (ELF e_flags) does not match the entry header");
+  if (want.target_arch && sm_arch(*sm) != want.target_arch)
+    return "cubin is for " + core::sm_name(sm_arch(*sm), sm_variant(*sm)) + ", the key wants " +
+           core::sm_name(want.target_arch);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> check_stored_cubin(const entry_header& h, core::byte_span cubin, const expected_key& want) {
+  if (h.codec() != entry_codec::stored) return std::string("not a stored entry");
+  // One hash: the header says payload and cubin checksums are equal (parse_header checked it).
+  return check_cubin(h, cubin, want);
+}
+
+std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, const expected_key& want,
+                                                      entry_header& h, std::string& driver_text, std::string& problem) {
+  if (auto bad = check_front(file, file.size, want, h, driver_text)) {
+    problem = *bad;
     return std::nullopt;
   }
-  if (want.driver && (h.driver_hash != want.driver->hash || driver_text != want.driver->text)) {
-    problem = "entry is for driver " + driver_text + ", not " + want.driver->text;
-    return std::nullopt;
+  const std::uint8_t* payload = file.data + h.payload_offset();
+  if (h.codec() == entry_codec::stored) {
+    if (auto bad = check_stored_cubin(h, core::byte_span(payload, h.payload_size), want)) {
+      problem = *bad;
+      return std::nullopt;
+    }
+    return std::vector<std::uint8_t>(payload, payload + h.payload_size);
   }
-  if (!want.driver && XXH3_64bits(driver_text.data(), driver_text.size()) != h.driver_hash) {
-    problem = "driver text does not match its hash";
-    return std::nullopt;
-  }
-  const std::uint8_t* payload = p + h.code_text_size + h.driver_text_size;
   if (XXH3_64bits(payload, h.payload_size) != h.payload_xxh3) {
     problem = "payload checksum mismatch";
     return std::nullopt;
@@ -188,18 +233,8 @@ std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, cons
     problem = "LZ4 payload does not decode: " + st.error().message;
     return std::nullopt;
   }
-  if (XXH3_64bits(cubin.data(), cubin.size()) != h.cubin_xxh3) {
-    problem = "cubin checksum mismatch";
-    return std::nullopt;
-  }
-  auto sm = cubin_sm_word(core::byte_span(cubin.data(), cubin.size()));
-  if (!sm || *sm != h.sm) {
-    problem = "cubin's SM (ELF e_flags) does not match the entry header";
-    return std::nullopt;
-  }
-  if (want.target_arch && sm_arch(*sm) != want.target_arch) {
-    problem = "cubin is for " + core::sm_name(sm_arch(*sm), sm_variant(*sm)) + ", the key wants " +
-              core::sm_name(want.target_arch);
+  if (auto bad = check_cubin(h, core::byte_span(cubin.data(), cubin.size()), want)) {
+    problem = *bad;
     return std::nullopt;
   }
   return cubin;

@@ -41,7 +41,7 @@ void cache_dir::io_problem(const std::string& what, const std::string& path, int
 }
 
 std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writable, std::uint64_t max_bytes,
-                                           std::string label, bool prebuilt) {
+                                           std::string label, bool prebuilt, entry_codec codec) {
   std::shared_ptr<cache_dir> d(new cache_dir());
   d->root_ = root;
   d->dir_ = root + "/v1";
@@ -49,6 +49,7 @@ std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writabl
   d->prebuilt_ = prebuilt;
   d->max_bytes_ = max_bytes;
   d->label_ = std::move(label);
+  d->codec_ = codec;
   return d;
 }
 
@@ -98,12 +99,38 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     problem = "size " + std::to_string(st.size) + " is not an entry's";
     return read_status::invalid;
   }
+  // A stored entry (codec 0) is read in two parts: the header and key texts, then the cubin straight
+  // into the buffer the driver will load (no decoding, no copy). An LZ4 entry is read whole.
   std::vector<std::uint8_t> bytes;
-  std::size_t got = 0;
+  std::uint64_t asked = 0, got = 0;  // bytes asked of pread and bytes it gave, for the short-read check
   const bool fstat_failed = e != 0;
+  // pread at `off` into `to`, adding to asked/got; the error code.
+  auto read_at = [&](std::uint8_t* to, std::size_t n, std::uint64_t off) {
+    std::size_t r = 0;
+    asked += n;
+    const int err = f.pread(fd, to, n, off, r);
+    got += r;
+    return err;
+  };
+  std::optional<std::string> bad;
+  bool whole = false;
   if (!e) {
-    bytes.resize(static_cast<std::size_t>(st.size));
-    e = f.pread(fd, bytes.data(), bytes.size(), 0, got);
+    bytes.resize(static_cast<std::size_t>(std::min<std::uint64_t>(st.size, max_entry_front)));
+    e = read_at(bytes.data(), bytes.size(), 0);
+    whole = bytes.size() == st.size;
+  }
+  if (!e && got == asked && !whole) {
+    // The front only: enough for the header and the texts of any valid entry.
+    bad = check_front(core::byte_span(bytes.data(), bytes.size()), st.size, want, h, driver_text);
+    if (!bad && h.codec() == entry_codec::stored) {
+      cubin.assign(static_cast<std::size_t>(h.cubin_size), 0);
+      e = read_at(cubin.data(), cubin.size(), h.payload_offset());
+    } else if (!bad) {
+      const std::size_t front = bytes.size();
+      bytes.resize(static_cast<std::size_t>(st.size));
+      e = read_at(bytes.data() + front, bytes.size() - front, front);
+      whole = true;
+    }
   }
   f.close(fd);
   if (e) {
@@ -111,15 +138,26 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     io_problem(fstat_failed ? "cannot stat" : "cannot read", path, e, kept);
     return read_status::io_error;
   }
-  if (got != bytes.size()) {
+  if (got != asked) {
     // Shorter than its descriptor's size: entries are published by rename and never truncated in
     // place, so this is the read failing (a file truncated by hand has that size, and is invalid).
-    problem = "a short read (" + std::to_string(got) + " of " + std::to_string(bytes.size()) + " bytes)";
+    problem = "a short read (" + std::to_string(got) + " of " + std::to_string(asked) + " bytes)";
     stats().io_errors++;
     warn_once("io", "JIT cache: cannot read " + path + ": " + problem + "; " + kept);
     return read_status::io_error;
   }
   stats().bytes_read += got;
+  if (bad) {
+    problem = *bad;
+    return read_status::invalid;
+  }
+  if (!whole) {  // a stored entry's cubin, read on its own
+    if ((bad = check_stored_cubin(h, core::byte_span(cubin.data(), cubin.size()), want))) {
+      problem = *bad;
+      return read_status::invalid;
+    }
+    return read_status::ok;
+  }
   auto c = decode_entry(core::byte_span(bytes.data(), bytes.size()), want, h, driver_text, problem);
   if (!c) return read_status::invalid;
   cubin = std::move(*c);
@@ -201,7 +239,7 @@ bool cache_dir::entry_exists(const full_key& k) {
 int cache_dir::write(const full_key& k, core::byte_span cubin, std::string& why) {
   if (!writable_) return EROFS;
   fs& f = current_fs();
-  auto bytes = encode_entry(k, cubin, f.now_unix_ns(), why);
+  auto bytes = encode_entry(k, cubin, f.now_unix_ns(), why, codec_);
   if (!bytes) return EINVAL;
   const std::string fan = fanout_dir(k.code.hash);
   int e = f.mkdir(fan, 0700);

@@ -36,8 +36,9 @@ class cache_dir {
  public:
   // `root` is the cache root (the directory that holds v1/); the caller applied the directory policy
   // (directory.hpp). `label` names the layer in logs ("user", "prebuilt /opt/app/cache").
+  // `codec`: how write() stores cubins (docs/cache.md §3); reads take either.
   static std::shared_ptr<cache_dir> open(const std::string& root, bool writable, std::uint64_t max_bytes,
-                                         std::string label, bool prebuilt);
+                                         std::string label, bool prebuilt, entry_codec codec = entry_codec::stored);
 
   const std::string& root() const { return root_; }
   const std::string& dir() const { return dir_; }  // root/v1
@@ -109,6 +110,7 @@ class cache_dir {
   std::shared_ptr<dir_lock> lock_file(std::shared_ptr<dir_lock>& slot, const char* name);
   std::string root_, dir_, label_;
   bool writable_ = false, prebuilt_ = false;
+  entry_codec codec_ = entry_codec::stored;
   std::uint64_t max_bytes_ = 0;
   std::mutex mu_;  // guards index_ and the lock pointers
   std::shared_ptr<index_file> index_;

@@ -408,7 +408,10 @@ status registry::add_imported(std::vector<core::entry_input> entries, const std:
   auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(pkg.value()));
   auto parsed = parse_all(core::byte_span(owned->data(), owned->size()), source, owned);
   if (!parsed) return parsed.error();
-  for (auto& p : parsed.value()) p->source = source;
+  for (auto& p : parsed.value()) {
+    p->source = source;
+    p->written_here = true;
+  }
   log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
   std::lock_guard<std::mutex> lock(mu_);
   refresh_locked();

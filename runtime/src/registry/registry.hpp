@@ -63,6 +63,9 @@ struct registered_package {
   std::vector<std::vector<std::size_t>> module_entries;
   std::array<std::uint8_t, core::header_size_v1> header{};  // the package's first bytes (zero-padded)
   bool embedded = false;               // found through a record (note, section or registered)
+  // Written by this process (add_image) from bytes it hashed as it wrote them, and owned since:
+  // the loader does not hash an uncompressed entry of it again.
+  bool written_here = false;
   bool from_note = false;              // found through a note (walked again after loads/unloads)
   // Found through a note of a loaded object that may be unloaded (not the program, not the
   // runtime's own object): handed out pinned.
