@@ -134,3 +134,45 @@ TEST_CASE("thread_pool: idle_workers counts started workers waiting for work, an
   release = true;
   for (auto& f : busy) f.get();
 }
+
+TEST_CASE("thread_pool: a burst of tasks grows the pool to its size (workers start workers), also while all are busy") {
+  // Tasks that can only finish once `n` of them run at the same time: the pool must reach n workers
+  // although the caller starts at most one (each new worker starts the next while work waits).
+  constexpr int n = 6;
+  thread_pool pool(n);
+  std::atomic<int> running{0};
+  std::atomic<bool> give_up{false};
+  auto rendezvous = [&] {
+    ++running;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (running.load() < n && !give_up && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  std::vector<std::future<void>> first;
+  for (int i = 0; i < n; ++i) first.push_back(pool.submit(rendezvous));
+  for (int i = 0; i < 10000 && running.load() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(running.load() == n);
+  give_up = running.load() < n;
+  for (auto& f : first) f.get();
+  // A pool whose every worker is busy, then one more task: it gets a worker of its own at once (it
+  // must not wait for a busy one to finish).
+  thread_pool small(3);
+  std::atomic<bool> release{false};
+  std::atomic<int> busy_running{0};
+  std::vector<std::future<void>> busy;
+  for (int i = 0; i < 2; ++i)
+    busy.push_back(small.submit([&] {
+      ++busy_running;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!release && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }));
+  for (int i = 0; i < 10000 && busy_running.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(busy_running.load() == 2);
+  CHECK(small.idle_workers() == 0);
+  std::atomic<bool> ran{false};
+  auto extra = small.submit([&] { ran = true; });
+  CHECK(extra.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  CHECK(ran.load());
+  release = true;
+  for (auto& f : busy) f.get();
+}

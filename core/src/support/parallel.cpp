@@ -74,6 +74,7 @@ void thread_pool::reset_in_child() {
   new (&queue_) std::deque<std::function<void()>>();
   new (&cv_) std::condition_variable();
   idle_ = 0;
+  starting_ = false;
   stop_ = false;
 }
 
@@ -82,8 +83,23 @@ thread_pool& thread_pool::shared() {
   return *p;
 }
 
+bool thread_pool::start_worker_locked() {
+  try {
+    threads_.emplace_back(&thread_pool::worker, this);
+  } catch (...) {
+    return false;
+  }
+  ++idle_;
+  starting_ = true;
+  return true;
+}
+
 void thread_pool::worker() {
   std::unique_lock<std::mutex> lock(mu_);
+  // The next worker, if the backlog wants one: started here, not by whoever queued the work (see
+  // enqueue). A failure is fine: this worker exists.
+  starting_ = false;
+  if (!stop_ && idle_ < queue_.size() && threads_.size() < max_) start_worker_locked();
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, nothing left
@@ -111,11 +127,12 @@ unsigned thread_pool::idle_workers() {
 void thread_pool::enqueue(std::function<void()> task) {
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(std::move(task));
-  if (idle_ < queue_.size() && threads_.size() < max_) {
-    try {
-      threads_.emplace_back(&thread_pool::worker, this);
-      ++idle_;
-    } catch (...) {
+  // The caller starts at most one worker, and none while another is starting: each new worker starts
+  // the next while the backlog wants one (worker()). A burst of tasks (a module's pieces queued
+  // for the JIT) then costs its caller one thread creation, not one per worker (16 on a 16-core
+  // host, on the thread that is loading a module).
+  if (!starting_ && idle_ < queue_.size() && threads_.size() < max_) {
+    if (!start_worker_locked()) {
       // No thread could be started. With no worker at all, run the task here rather than never.
       if (threads_.empty()) {
         std::function<void()> t = std::move(queue_.back());

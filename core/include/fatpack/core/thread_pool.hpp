@@ -48,6 +48,7 @@ class thread_pool {
  private:
   friend struct pool_fork_handlers;
   void enqueue(std::function<void()> task);
+  bool start_worker_locked();
   void worker();
   void reset_in_child();
 
@@ -57,6 +58,7 @@ class thread_pool {
   std::deque<std::function<void()>> queue_;
   std::vector<std::thread> threads_;
   std::size_t idle_ = 0;  // workers waiting for work, counting those just started
+  bool starting_ = false;  // a worker was started and has not begun running yet
   bool stop_ = false;
 };
 
