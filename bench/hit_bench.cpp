@@ -6,7 +6,7 @@
 //   fatpack_hit_bench INPUT_DIR [--runs N] [--work DIR]
 //
 // INPUT_DIR comes from bench/make_hit_inputs.sh (mid.cu, mid.sm_XY.cubin, sass-lz4.fpk,
-// sass-zstd.fpk, ptx.fpk). Cases (N runs each, default 15):
+// sass-zstd.fpk, sass-none.fpk, ptx.fpk). Cases (N runs each, default 15):
 //   raw cubin        cuModuleLoadData of the cubin (read into memory before the clock) + cuModuleGetFunction
 //   SASS lz4 / zstd  load_module of a package's SASS entry (the package file is added before the clock;
 //                    selection and decompression count) + function()
@@ -14,6 +14,12 @@
 //                    process JIT-ed it) + function()
 //   compile hit      fatpack::compile of mid.cu whose SASS is in the fatpack cache (a priming process
 //                    ran NVRTC) + kernel(); a hit never loads NVRTC
+// and floors, what the raw cubin costs when the clock also holds one step a cache or package must do:
+//   raw + read       the cubin read from its file inside the clock (open, fstat, read into a fresh buffer)
+//   raw + LZ4        the cubin LZ4-decoded (one block, compressed before the clock) into a fresh buffer
+//   raw + XXH3       XXH3-64 of the cubin before the load (what checking a stored cubin costs)
+// Package and JIT cases also print their load report's phases (medians in a second table): where the
+// time goes between the clock's start and "launchable".
 // With the fake driver (FATPACK_LIBCUDA=tests/fakecuda, FAKECUDA_DEVICES=90) module loads cost nearly
 // nothing, so the figures are fatpack's own overhead; with the real driver they are the ratios.
 // The driver's own cache is off in every child (CUDA_CACHE_DISABLE=1). Each row: the median wall time,
@@ -23,6 +29,8 @@
 #include "fatpack/fatpack.hpp"
 
 #include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
+#include <lz4.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -108,6 +116,47 @@ int child(const std::string& what, const std::string& in, const std::string& arc
     std::printf("RESULT %.4f %.4f raw\n", ms, cpu_ms() - c0);
     return 0;
   }
+  if (what == "raw-read" || what == "raw-lz4" || what == "raw-xxh3") {
+    const std::string file = in + "/mid.sm_" + arch + ".cubin";
+    const std::string cubin = slurp(file);
+    std::string packed;
+    if (what == "raw-lz4") {
+      packed.resize(static_cast<std::size_t>(LZ4_compressBound(int(cubin.size()))));
+      const int n = LZ4_compress_default(cubin.data(), packed.data(), int(cubin.size()), int(packed.size()));
+      if (n <= 0) die("LZ4_compress_default failed");
+      packed.resize(static_cast<std::size_t>(n));
+    }
+    auto load = entry<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+    auto getfn = entry<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+    take_context();
+    const double c0 = cpu_ms(), t = now_ms();
+    std::vector<char> bytes;
+    const void* image = cubin.data();
+    if (what == "raw-read") {
+      std::FILE* f = std::fopen(file.c_str(), "rb");
+      if (!f) die("cannot open " + file);
+      std::fseek(f, 0, SEEK_END);
+      bytes.resize(static_cast<std::size_t>(std::ftell(f)));
+      std::fseek(f, 0, SEEK_SET);
+      if (std::fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) die("short read of " + file);
+      std::fclose(f);
+      image = bytes.data();
+    } else if (what == "raw-lz4") {
+      bytes.resize(cubin.size());
+      if (LZ4_decompress_safe(packed.data(), bytes.data(), int(packed.size()), int(bytes.size())) != int(cubin.size()))
+        die("LZ4_decompress_safe failed");
+      image = bytes.data();
+    } else if (XXH3_64bits(cubin.data(), cubin.size()) == 0) {
+      die("XXH3 of the cubin is 0");  // keeps the hash from being optimized away
+    }
+    CUmodule m = nullptr;
+    CUfunction f = nullptr;
+    if (load(&m, image) != CUDA_SUCCESS || getfn(&f, m, kernel.c_str()) != CUDA_SUCCESS)
+      die("cuModuleLoadData/cuModuleGetFunction failed");
+    const double ms = now_ms() - t;
+    std::printf("RESULT %.4f %.4f raw\n", ms, cpu_ms() - c0);
+    return 0;
+  }
   if (what == "compile") {
     fatpack::compile_request req;
     req.source = slurp(in + "/mid.cu");
@@ -120,6 +169,10 @@ int child(const std::string& what, const std::string& in, const std::string& arc
     const double ms = now_ms() - t, cpu = cpu_ms() - c0;
     std::fprintf(stderr, "compile: %d threads after the hit\n", thread_count());
     std::printf("RESULT %.4f %.4f %s\n", ms, cpu, fatpack::compile_path_name(c->report.path));
+    const auto& r = c->library.report();
+    std::printf("PHASES compile=%.4f library.select=%.4f library.decompress=%.4f library.jit=%.4f library.load=%.4f "
+                "library.total=%.4f\n",
+                c->report.total_ms, r.select_ms, r.decompress_ms, r.jit_ms, r.load_ms, r.total_ms);
     return 0;
   }
   // A package case: sass-lz4, sass-zstd, ptx.
@@ -130,16 +183,25 @@ int child(const std::string& what, const std::string& in, const std::string& arc
   lo.device = 0;
   auto m = fatpack::load_module("mid", lo);
   if (!m) die(m.error().what());
+  const double t_loaded = now_ms();
   if (!m->function(kernel)) die("no function " + kernel);
   const double ms = now_ms() - t, cpu = cpu_ms() - c0;
   std::fprintf(stderr, "%s: %d threads after the load\n", what.c_str(), thread_count());
   std::printf("RESULT %.4f %.4f %s\n", ms, cpu, m->report().jit ? "jit" : "sass");
+  const auto& r = m->report();
+  // before: from the clock's start to load_module's own clock (first-call set-up: the driver table,
+  // devices, the registry); function: the first function() (for pieces: the piece's hit and load).
+  std::printf("PHASES before=%.4f select=%.4f context=%.4f decompress=%.4f jit=%.4f load=%.4f total=%.4f "
+              "function=%.4f\n",
+              (t_loaded - t) - r.total_ms, r.select_ms, r.context_ms, r.decompress_ms, r.jit_ms, r.load_ms, r.total_ms,
+              now_ms() - t_loaded);
   return 0;
 }
 
 struct sample {
   double ms = 0, cpu = 0;
   std::string path;
+  std::vector<std::pair<std::string, double>> phases;  // the child's PHASES line, in its order
 };
 
 // Runs one child; a child that fails ends the benchmark unless `may_fail` (then `ok` is false).
@@ -183,6 +245,17 @@ sample run_child(const std::vector<std::string>& args, const std::map<std::strin
   }
   if (ok) *ok = true;
   s.path = path;
+  if (const std::size_t q = text.find("PHASES "); q != std::string::npos) {
+    std::string line = text.substr(q + 7, text.find('\n', q) - q - 7);
+    for (std::size_t a = 0; a < line.size();) {
+      std::size_t b = line.find(' ', a);
+      if (b == std::string::npos) b = line.size();
+      const std::string item = line.substr(a, b - a);
+      if (const std::size_t eq = item.find('='); eq != std::string::npos)
+        s.phases.emplace_back(item.substr(0, eq), std::atof(item.c_str() + eq + 1));
+      a = b + 1;
+    }
+  }
   return s;
 }
 
@@ -223,33 +296,51 @@ int main(int argc, char** argv) {
   auto args = [&](const std::string& what) {
     return std::vector<std::string>{"/proc/self/exe", "--child", what, in, arch};
   };
-  // Priming: one JIT of the PTX package and one NVRTC compile fill the cache.
+  // The PTX package is loaded in pieces by default (docs/runtime.md, kernel-granular JIT): "ptx" is
+  // the hit of k0's piece; "ptx-whole" the hit of the whole module (FATPACK_JIT_PIECES=off).
+  auto whole_env = env;
+  whole_env["FATPACK_JIT_PIECES"] = "off";
+  // Priming: one JIT of the PTX package (in pieces and whole) and one NVRTC compile fill the cache.
   const double t_prime = now_ms();
   const sample pj = run_child(args("ptx"), env);
+  const sample pw = run_child(args("ptx"), whole_env);
   // No NVRTC on this machine (FATPACK_LIBNVRTC names one elsewhere): the compile case is left out.
   bool nvrtc_ok = false;
   const sample pc = run_child(args("compile"), env, true, &nvrtc_ok);
-  std::printf("priming: JIT %.1f ms (%s), compile %.1f ms (%s); %.1f s in all\n", pj.ms, pj.path.c_str(), pc.ms,
+  std::printf("priming: JIT %.1f ms in pieces, %.1f ms whole (%s), compile %.1f ms (%s); %.1f s in all\n", pj.ms, pw.ms,
+              pj.path.c_str(), pc.ms,
               nvrtc_ok ? pc.path.c_str() : "FAILED: no NVRTC? set FATPACK_LIBNVRTC; the compile case is left out",
               (now_ms() - t_prime) / 1000);
   struct kase {
     const char* what;
     const char* label;
     const char* expect;  // the path a hit must take, or nullptr
+    bool whole = false;  // FATPACK_JIT_PIECES=off
     std::vector<double> ms, cpu;
+    std::map<std::string, std::vector<double>> phases;
+    std::vector<std::string> phase_order;
   };
-  std::vector<kase> cases = {{"raw", "raw cubin cuModuleLoadData", nullptr, {}, {}},
-                             {"sass-lz4", "fatpack SASS, lz4", "sass", {}, {}},
-                             {"sass-zstd", "fatpack SASS, zstd", "sass", {}, {}},
-                             {"ptx", "fatpack JIT cache hit", "jit", {}, {}},
-                             {"compile", "fatpack::compile hit", "cache hit", {}, {}}};
+  std::vector<kase> cases = {{"raw", "raw cubin cuModuleLoadData", nullptr},
+                             {"raw-read", "raw + read the file", nullptr},
+                             {"raw-lz4", "raw + LZ4 decode", nullptr},
+                             {"raw-xxh3", "raw + XXH3", nullptr},
+                             {"sass-none", "fatpack SASS, none", "sass"},
+                             {"sass-lz4", "fatpack SASS, lz4", "sass"},
+                             {"sass-zstd", "fatpack SASS, zstd", "sass"},
+                             {"ptx", "fatpack JIT hit, k0's piece", "jit"},
+                             {"ptx", "fatpack JIT hit, whole", "jit", true},
+                             {"compile", "fatpack::compile hit", "cache hit"}};
   if (!nvrtc_ok) cases.pop_back();
   for (int i = 0; i < runs; ++i)
     for (auto& c : cases) {
-      const sample s = run_child(args(c.what), env);
+      const sample s = run_child(args(c.what), c.whole ? whole_env : env);
       if (c.expect && s.path != c.expect) die(std::string(c.what) + " took the path '" + s.path + "', not '" + c.expect + "'");
       c.ms.push_back(s.ms);
       c.cpu.push_back(s.cpu);
+      for (const auto& ph : s.phases) {
+        if (!c.phases.count(ph.first)) c.phase_order.push_back(ph.first);
+        c.phases[ph.first].push_back(ph.second);
+      }
     }
   const double raw = median(cases.front().ms);
   const double raw_cpu = median(cases.front().cpu);
@@ -259,6 +350,13 @@ int main(int argc, char** argv) {
     std::printf("%-30s %10.3f %8.3f %8.3f %8.2f %12.3f %8.2f\n", c.label, median(c.ms),
                 *std::min_element(c.ms.begin(), c.ms.end()), *std::max_element(c.ms.begin(), c.ms.end()),
                 raw > 0 ? median(c.ms) / raw : 0.0, median(c.cpu), raw_cpu > 0 ? median(c.cpu) / raw_cpu : 0.0);
+  std::printf("\nphases (median ms; load report fields, `before`: the clock's start to load_module's own clock):\n");
+  for (const auto& c : cases) {
+    if (c.phase_order.empty()) continue;
+    std::printf("%-30s", c.label);
+    for (const auto& n : c.phase_order) std::printf(" %s=%.3f", n.c_str(), median(c.phases.at(n)));
+    std::printf("\n");
+  }
   std::printf("load average after: %s\n", loadavg().c_str());
   return 0;
 }

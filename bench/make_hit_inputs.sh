@@ -15,5 +15,6 @@ mkdir -p "$work" && cd "$work"
 fp="$build/packager/fatpack"
 "$fp" pack -o sass-lz4.fpk --name hit-lz4 --module mid mid.sm_$arch.cubin
 "$fp" pack -o sass-zstd.fpk --name hit-zstd --codec zstd --module mid mid.sm_$arch.cubin
+"$fp" pack -o sass-none.fpk --name hit-none --codec none --module mid mid.sm_$arch.cubin
 "$fp" pack -o ptx.fpk --name hit-ptx --module mid mid.compute_$arch.ptx
 echo "$work"
