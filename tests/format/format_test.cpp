@@ -680,3 +680,29 @@ TEST_CASE("a piece plan that names a kernel or a global twice is refused, and so
     CHECK_MESSAGE(contains(err.message, "entry 0 (sm_80, module 'vadd'): plan_offset is 1 but plan_size is 0"), err.message);
   }
 }
+
+TEST_CASE("verify rebuilds every piece of a plan: PTX edited with its checksums updated but its plan kept is refused") {
+  entry_input e = varied_ptx();
+  const auto good = plan_package(e);
+  {
+    auto pv = package_view::parse(byte_span(good), "plans.fpk");
+    REQUIRE(pv);
+    CHECK(verify_package_images(*pv));
+  }
+  // One byte of piece 3's last range changed; the writer computes the new checksums, the plan stays.
+  const auto& range = e.plan.pieces.at(3).ranges.back();
+  REQUIRE(range.second > range.first + 2);
+  std::uint8_t& byte = e.raw.at(std::size_t(range.second - 2));
+  byte = byte == ' ' ? '\t' : ' ';
+  auto edited = write_package("plans", {e}, pack_options{});
+  REQUIRE(edited);
+  auto pv = package_view::parse(byte_span(*edited), "edited.fpk");
+  REQUIRE_MESSAGE(pv, (pv ? "" : pv.error().message));
+  CHECK(pv->verify());  // every checksum holds
+  auto st = verify_package_images(*pv);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().reason == errc::checksum);
+  CHECK_MESSAGE(contains(st.error().message, "edited.fpk: package 'plans': entry 0 (compute_80, module 'varied'): piece plan: "
+                                             "piece 3 (of 12) does not match the entry's PTX"),
+                st.error().message);
+}
