@@ -195,6 +195,7 @@ TEST_CASE("keys: every code-key field changes the key; the driver tier is separa
   CHECK(differs([](jit_key& k) { k.options = "-O2"; }));
   CHECK(differs([](jit_key& k) { k.backend = "nvjitlink-13.0"; }));
   CHECK(differs([](jit_key& k) { k.ptx_isa = fatpack::core::ptx_isa{8, 8}; }));
+  CHECK(differs([](jit_key& k) { k.piece_of = "0000000000001234:100"; }));  // a piece: its entry too
   CHECK_FALSE(differs([](jit_key& k) { k.driver_version = 13010; }));  // second tier
   CHECK(make_full_key(key_for(0x1234, 90, 13010)).driver.hash != ka.driver.hash);
   CHECK(make_driver_id(13000, "580.159.04").hash != make_driver_id(13000, "580.95.05").hash);

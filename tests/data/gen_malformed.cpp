@@ -3,8 +3,13 @@
 // Built on demand (target fatpack_gen_malformed); the outputs are committed so the tests do not
 // depend on this generator being right.
 //   fatpack_gen_malformed GOOD.fpk OUTDIR
-// GOOD.fpk: an lz4 package with at least two entries (the tests use vadd sm_75 + compute_90).
+// GOOD.fpk: an lz4 package with at least two entries (the tests use vadd sm_75 + compute_90), entry 1
+// PTX of two kernels that split into two pieces (edited_plan). New cases may be generated from a
+// fresh GOOD.fpk and only their own files committed (the others then differ in their bytes, not in
+// what they test).
 #include "fatpack/core/package.hpp"
+#include "fatpack/core/package_writer.hpp"
+#include "fatpack/core/ptx_split.hpp"
 
 #include "../../core/src/format/package_layout.hpp"
 
@@ -77,5 +82,36 @@ int main(int argc, char** argv) {
   emit(dir, "bad_block_table", p, "entry 0 \\(sm_75, module 'vadd'\\): lz4: block 0 .* runs past the stored payload");
   p = good; put64(&p[e0 + e_raw_size], std::uint64_t(1) << 40); reseal(p);
   emit(dir, "forged_raw_size", p, "entry 0 \\(sm_75, module 'vadd'\\): raw_size [0-9]+ needs");
+  // Format 1.2: entry 1's PTX (saxpy and vadd, two pieces) with its piece plan, then one byte of the
+  // last piece edited and the package written again: every checksum holds, the plan does not.
+  {
+    auto raw = pv->decompress(1);
+    if (!raw) {
+      std::cerr << raw.error().message << "\n";
+      return 1;
+    }
+    entry_input e;
+    e.target = pv->entries()[1].target;
+    e.ptx_isa = pv->entries()[1].ptx_isa;
+    e.module_name = "vadd";
+    e.kernels.assign(pv->entries()[1].kernels.begin(), pv->entries()[1].kernels.end());
+    e.raw = std::move(*raw);
+    e.plan = make_piece_plan(byte_span(e.raw), e.kernels, "vadd");
+    if (e.plan.pieces.size() != 2) {
+      std::cerr << "entry 1 does not split into two pieces\n";
+      return 1;
+    }
+    const auto& range = e.plan.pieces[1].ranges.back();
+    std::uint8_t& byte = e.raw.at(std::size_t(range.second - 2));
+    byte = byte == ' ' ? '\t' : ' ';
+    auto edited = write_package("vadd", {e}, pack_options{});
+    if (!edited) {
+      std::cerr << edited.error().message << "\n";
+      return 1;
+    }
+    emit(dir, "edited_plan", *edited,
+         "package 'vadd': entry 0 \\(compute_90, module 'vadd'\\): piece plan: piece 1 \\(of 2\\) does not match the "
+         "entry's PTX");
+  }
   return 0;
 }

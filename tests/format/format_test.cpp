@@ -629,3 +629,80 @@ TEST_CASE("a damaged piece plan is refused, naming the entry and what is wrong")
     CHECK(contains(err.message, "not standalone PTX"));
   }
 }
+
+TEST_CASE("a piece plan that names a kernel or a global twice is refused, and so is a plan_offset without a plan") {
+  using namespace layout;
+  SUBCASE("two kernels of one name (the entry's kernel list)") {
+    entry_input e = varied_ptx();
+    auto bad = plan_package(e);
+    // _Z7count_bPi becomes a second _Z7count_aPi in the kernel list (the string table), same length.
+    const std::uint64_t strings = get64(&bad[h_string_offset]), size = get64(&bad[h_string_size]);
+    const std::string table(reinterpret_cast<const char*>(&bad[strings]), std::size_t(size));
+    const std::size_t at = table.find(std::string("_Z7count_bPi") + '\0');
+    REQUIRE(at != std::string::npos);
+    bad[strings + at + 9] = 'a';
+    reseal(bad);
+    const error err = parse_error(bad);
+    CHECK(err.reason == errc::malformed);
+    CHECK_MESSAGE(contains(err.message, "entry 0 (compute_80, module 'varied')"), err.message);
+    CHECK_MESSAGE(contains(err.message, "names '_Z7count_aPi' twice"), err.message);
+  }
+  SUBCASE("a global named like a kernel of another piece: the writer (which checks as a reader does) refuses it") {
+    entry_input e = varied_ptx();
+    e.plan = make_piece_plan(byte_span(e.raw), e.kernels, e.origin);
+    REQUIRE(e.plan.pieces.size() == 12);
+    const std::string kernel = e.kernels.at(e.plan.pieces[0].kernels.at(0));
+    e.plan.pieces[1].globals.push_back(kernel);
+    auto r = write_package("plans", {e}, pack_options{});
+    REQUIRE_FALSE(r);
+    CHECK_MESSAGE(contains(r.error().message, "piece plan: piece 1: names '" + kernel + "' twice"), r.error().message);
+    // A global listed twice in one piece, too.
+    e.plan.pieces[1].globals.back() = "twice";
+    e.plan.pieces[1].globals.push_back("twice");
+    r = write_package("plans", {e}, pack_options{});
+    REQUIRE_FALSE(r);
+    CHECK_MESSAGE(contains(r.error().message, "names 'twice' twice"), r.error().message);
+  }
+  SUBCASE("plan_offset set while plan_size is 0") {
+    entry_input sass = make_entry("vadd.sm_80.cubin", {entry_kind::sass, 80, arch_variant::plain});
+    entry_input p = varied_ptx();
+    p.plan = make_piece_plan(byte_span(p.raw), p.kernels, "v");
+    auto two = write_package("two", {sass, p}, pack_options{});
+    REQUIRE(two);
+    auto bad = *two;
+    const std::uint64_t e0 = get32(&bad[h_header_size]);
+    REQUIRE(get32(&bad[e0 + e_plan_size]) == 0);
+    REQUIRE(get32(&bad[e0 + e_plan_offset]) == 0);
+    put32(&bad[e0 + e_plan_offset], 1);
+    reseal(bad);
+    const error err = parse_error(bad);
+    CHECK(err.reason == errc::malformed);
+    CHECK_MESSAGE(contains(err.message, "entry 0 (sm_80, module 'vadd'): plan_offset is 1 but plan_size is 0"), err.message);
+  }
+}
+
+TEST_CASE("verify rebuilds every piece of a plan: PTX edited with its checksums updated but its plan kept is refused") {
+  entry_input e = varied_ptx();
+  const auto good = plan_package(e);
+  {
+    auto pv = package_view::parse(byte_span(good), "plans.fpk");
+    REQUIRE(pv);
+    CHECK(verify_package_images(*pv));
+  }
+  // One byte of piece 3's last range changed; the writer computes the new checksums, the plan stays.
+  const auto& range = e.plan.pieces.at(3).ranges.back();
+  REQUIRE(range.second > range.first + 2);
+  std::uint8_t& byte = e.raw.at(std::size_t(range.second - 2));
+  byte = byte == ' ' ? '\t' : ' ';
+  auto edited = write_package("plans", {e}, pack_options{});
+  REQUIRE(edited);
+  auto pv = package_view::parse(byte_span(*edited), "edited.fpk");
+  REQUIRE_MESSAGE(pv, (pv ? "" : pv.error().message));
+  CHECK(pv->verify());  // every checksum holds
+  auto st = verify_package_images(*pv);
+  REQUIRE_FALSE(st);
+  CHECK(st.error().reason == errc::checksum);
+  CHECK_MESSAGE(contains(st.error().message, "edited.fpk: package 'plans': entry 0 (compute_80, module 'varied'): piece plan: "
+                                             "piece 3 (of 12) does not match the entry's PTX"),
+                st.error().message);
+}

@@ -122,6 +122,7 @@ TEST_CASE("the JIT key names every field that changes the SASS") {
   CHECK(differs([](jit_key& k) { k.options = "-O2"; }));
   CHECK(differs([](jit_key& k) { k.backend = "nvjitlink"; }));
   CHECK(differs([](jit_key& k) { k.driver_version = 13010; }));
+  CHECK(differs([](jit_key& k) { k.piece_of = "0000000000001234:100"; }));
   null_sass_cache none;
   CHECK_FALSE(none.lookup(a).has_value());
 }
@@ -550,6 +551,7 @@ TEST_CASE("invalid or unusable options from a package: never given to the driver
   jit.flush_stores();
 }
 
+#include "cache/key.hpp"
 #include "fatpack/core/hex.hpp"
 
 TEST_CASE("an LTO-IR group's JIT key: every part, the LTO-IR target, and nvJitLink whatever the PTX backend") {
@@ -577,6 +579,24 @@ TEST_CASE("an LTO-IR group's JIT key: every part, the LTO-IR target, and nvJitLi
   }
   CHECK(jit_service::instance().cache_key_for(req).backend ==
         "nvjitlink-" + std::to_string((*lib)->major) + "." + std::to_string((*lib)->minor));
+}
+
+TEST_CASE("a piece's JIT key names its text and the whole entry as the package declares it") {
+  auto me = ptx_module_with_options("piece_key", "vadd.compute_80.ptx", "piece_key", "");
+  jit_request whole = request_for(me, "piece_key");
+  const auto& e = whole.package->view.entries().at(whole.entry);
+  const std::string entry = fatpack::core::hex16(e.raw_xxh3) + ":" + std::to_string(e.raw_size);
+  auto piece = std::make_shared<jit_piece>();
+  piece->xxh3 = 0xabc;
+  piece->size = 42;
+  piece->count = 2;
+  jit_request one = whole;
+  one.piece = piece;
+  const std::string key = make_jit_key(one).str();
+  CHECK_MESSAGE(key.find("|ptx=0000000000000abc:42|entry=" + entry + "|src=") != std::string::npos, key);
+  CHECK(make_jit_key(one).str() == key);  // deterministic
+  CHECK(make_jit_key(whole).str().find("|entry=") == std::string::npos);  // a whole entry's key: as before
+  CHECK(fatpack::detail::cache::make_code_key(make_jit_key(one)).text.find("|entry=" + entry + "|") != std::string::npos);
 }
 
 TEST_CASE("nvJitLink gets the same options in its syntax: -maxrregcount=32 limits a real compile") {

@@ -40,8 +40,9 @@ int jits() { return fake_stat("fakecuda_jit_count"); }
 int live_modules() { return fake_stat("fakecuda_live_modules"); }
 
 // varied.cu's PTX (nvcc -ptx -arch=sm_80) with a comment naming `tag` in its header, which every
-// piece copies: other bytes in every piece, so other keys (each case compiles afresh although the
-// JIT service keeps results for the process, and identical pieces share one key by design).
+// piece copies: other bytes in every piece and in the entry, so other keys (each case compiles afresh
+// although the JIT service keeps results for the process, and the same entry's pieces share their
+// keys by design).
 std::vector<fatpack::core::entry_input> varied_entries(const std::string& tag,
                                                        const std::string& file = "split/varied.plain.sm_80.ptx") {
   auto bytes = read_file(artifact(file));
@@ -309,4 +310,32 @@ TEST_CASE("a piece plan that does not match its PTX is an error naming the packa
         std::string::npos);
   CHECK(jits() == j0);
   CHECK(m.function("_Z7count_aPi").has_value());  // the other pieces are sound
+}
+
+TEST_CASE("a package whose PTX changed but whose plan stayed never gets the old pieces' SASS from a warm key") {
+  fatpack::set_jit_pieces(fatpack::jit_pieces::on_demand);
+  auto entries = varied_entries("pv_edit");
+  REQUIRE(entries.at(0).plan.pieces.size() == pieces_of_varied);
+  {
+    auto bytes = make_package("pv_edit", entries);
+    REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "pv_edit").ok());
+    auto m = load("pv_edit");
+    REQUIRE(m.function("_Z5alonePi").has_value());  // piece 3's SASS, kept for the process by its key
+  }
+  // The same package with one byte of alone's piece edited: the writer updates the checksums, the plan
+  // (with piece 3's old hash) is kept. The piece's key must not find the SASS compiled above: its
+  // text is rebuilt from the edited PTX and refused.
+  const auto& range = entries[0].plan.pieces.at(3).ranges.back();
+  REQUIRE(range.second > range.first + 2);
+  std::uint8_t& byte = entries[0].raw.at(std::size_t(range.second - 2));
+  byte = byte == ' ' ? '\t' : ' ';
+  auto bytes = make_package("pv_edited", entries);
+  REQUIRE(fatpack::add_package_memory(bytes.data(), bytes.size(), "pv_edited").ok());
+  auto m = load("pv_edited");
+  auto f = m.function("_Z5alonePi");
+  REQUIRE_FALSE(f.has_value());
+  CHECK(f.error().code == fatpack::errc::bad_package);
+  CHECK(f.error().message.find("package 'pv_edited', module 'varied': piece 4 of the package's piece plan does not match its PTX") !=
+        std::string::npos);
+  CHECK(m.function("_Z7count_aPi").has_value());  // the other pieces are made from unchanged bytes
 }

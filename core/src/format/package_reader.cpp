@@ -212,14 +212,21 @@ result<package_view> package_view::parse(byte_span bytes, std::string_view sourc
         return ffail(errc::malformed, "kernel_count " + std::to_string(k_count) + " but the list holds " +
                                           std::to_string(e.kernels.size()) + " names");
     }
-    if (minor >= format_minor_piece_plans && get32(r + e_plan_size) != 0) {
-      std::string_view plan;
-      if (!string_ref(strings, get32(r + e_plan_offset), get32(r + e_plan_size), &plan))
-        return ffail(errc::malformed, "piece plan reference is out of range");
-      if (e.target.kind != entry_kind::ptx || e.in_link_group())
-        return ffail(errc::malformed, "a piece plan on an entry that is not standalone PTX");
-      if (std::string bad = detail::decode_piece_plan(plan, e.raw_size, e.kernels.size(), e.plan); !bad.empty())
-        return ffail(errc::malformed, bad);
+    if (minor >= format_minor_piece_plans) {
+      const std::uint32_t plan_offset = get32(r + e_plan_offset), plan_size = get32(r + e_plan_size);
+      if (plan_size == 0) {
+        // No plan: the offset refers to nothing and must be zero, as the writers leave it.
+        if (plan_offset != 0)
+          return ffail(errc::malformed, "plan_offset is " + std::to_string(plan_offset) + " but plan_size is 0 (must be 0)");
+      } else {
+        std::string_view plan;
+        if (!string_ref(strings, plan_offset, plan_size, &plan))
+          return ffail(errc::malformed, "piece plan reference is out of range");
+        if (e.target.kind != entry_kind::ptx || e.in_link_group())
+          return ffail(errc::malformed, "a piece plan on an entry that is not standalone PTX");
+        if (std::string bad = detail::decode_piece_plan(plan, e.raw_size, e.kernels, e.plan); !bad.empty())
+          return ffail(errc::malformed, bad);
+      }
     }
     if (!all_zero(h + zero_from, std::size_t(e.payload_offset - zero_from)))
       return ffail(errc::malformed, "padding before the payload is not zero");

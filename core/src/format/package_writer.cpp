@@ -140,7 +140,8 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
             return make_error(errc::invalid_argument, e.origin + ": piece plan: invalid global name");
       const std::string bytes = detail::encode_piece_plan(e.plan);
       piece_plan check;
-      if (std::string bad = detail::decode_piece_plan(bytes, e.raw.size(), e.kernels.size(), check); !bad.empty())
+      const std::vector<std::string_view> names(e.kernels.begin(), e.kernels.end());
+      if (std::string bad = detail::decode_piece_plan(bytes, e.raw.size(), names, check); !bad.empty())
         return make_error(errc::invalid_argument, e.origin + ": " + bad);
       auto pr = strings.add(bytes);
       if (!pr) return std::move(pr).error();

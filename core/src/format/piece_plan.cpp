@@ -1,8 +1,10 @@
 // Piece plans (see piece_plan.hpp; the layout is docs/format.md §4.2).
 #include "format/piece_plan.hpp"
 
+#include "fatpack/core/hex.hpp"
 #include "fatpack/core/le_bytes.hpp"
 
+#include <unordered_set>
 #include <vector>
 
 namespace fatpack::core::detail {
@@ -71,7 +73,9 @@ std::string encode_piece_plan(const piece_plan& plan) {
   return s;
 }
 
-std::string decode_piece_plan(std::string_view bytes, std::uint64_t raw_size, std::size_t kernel_count, piece_plan& out) {
+std::string decode_piece_plan(std::string_view bytes, std::uint64_t raw_size, const std::vector<std::string_view>& kernel_names,
+                              piece_plan& out) {
+  const std::size_t kernel_count = kernel_names.size();
   cursor c{reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
   if (!c.take(16)) return "piece plan truncated (" + std::to_string(bytes.size()) + " bytes)";
   const std::uint32_t count = c.u32();
@@ -85,6 +89,14 @@ std::string decode_piece_plan(std::string_view bytes, std::uint64_t raw_size, st
   if (std::uint64_t(count) * 52 > c.left) return "piece plan truncated (" + std::to_string(count) + " pieces)";
   std::vector<bool> seen(kernel_count, false);
   std::size_t kernels_seen = 0;
+  // Every kernel's and global's name, once in the whole plan: a runtime finds a symbol's piece by
+  // name, and a global named like a kernel (or a name twice) would hide one of them. Views into the
+  // kernel list and the plan's bytes, which outlive this call; at most one per kernel and one per 5
+  // bytes of plan.
+  std::unordered_set<std::string_view> names;
+  auto twice = [](const std::string& where, std::string_view name) {
+    return where + "names '" + printable_text(name, 200) + "' twice (a kernel and a global, or one of them twice)";
+  };
   const std::uint64_t budget = 16 * raw_size + (std::uint64_t(1) << 20);
   std::uint64_t total = 0;
   out.pieces.resize(count);
@@ -120,17 +132,19 @@ std::string decode_piece_plan(std::string_view bytes, std::uint64_t raw_size, st
         return where + "kernel index " + std::to_string(index) + " is out of range or in two pieces";
       seen[index] = true;
       ++kernels_seen;
+      if (!names.insert(kernel_names[index]).second) return twice(where, kernel_names[index]);
       p.kernels.push_back(index);
     }
     for (std::uint32_t g = 0; g < globals; ++g) {
       if (!c.take(4)) return where + "truncated";
       const std::uint32_t n = c.u32();
       if (n == 0 || n > max_plan_global || !c.take(n)) return where + "global " + std::to_string(g) + " has a bad length";
-      std::string name(reinterpret_cast<const char*>(c.p), n);
-      if (name.find('\0') != std::string::npos) return where + "global " + std::to_string(g) + " holds a NUL";
+      const std::string_view name(reinterpret_cast<const char*>(c.p), n);
+      if (name.find('\0') != std::string_view::npos) return where + "global " + std::to_string(g) + " holds a NUL";
+      if (!names.insert(name).second) return twice(where, name);
       c.p += n;
       c.left -= n;
-      p.globals.push_back(std::move(name));
+      p.globals.emplace_back(name);
     }
   }
   if (kernels_seen != kernel_count)

@@ -572,6 +572,18 @@ std::string assemble_ptx_piece(std::string_view module, std::uint64_t header_end
   return text;
 }
 
+plan_piece_text rebuild_plan_piece(std::string_view module, const piece_plan& plan, std::size_t i) {
+  plan_piece_text out;
+  const piece_plan_piece& piece = plan.pieces[i];
+  if (plan.header_end > module.size()) return out;
+  for (const auto& [b, e] : piece.ranges)
+    if (b > e || e > module.size()) return out;
+  out.text = assemble_ptx_piece(module, plan.header_end, piece.ranges);
+  out.xxh3 = xxh3(byte_span(out.text));
+  out.matches = out.text.size() == piece.size && out.xxh3 == piece.xxh3;
+  return out;
+}
+
 result<ptx_split_result> split_ptx(byte_span bytes, std::string_view source, const ptx_split_options& options) {
   const std::string src(source);
   if (options.mode == ptx_split_options::granularity::groups && options.groups == 0)

@@ -39,6 +39,7 @@ code_key make_code_key(const jit_key& k) {
   // future format never reads these entries as hits.
   c.text = "v" + std::to_string(format_major) + "|" + k.backend;
   c.text += "|ptx=" + core::hex16(k.ptx_xxh3) + ":" + std::to_string(k.ptx_size);
+  if (!k.piece_of.empty()) c.text += "|entry=" + k.piece_of;
   c.text += "|src=" + k.ptx_target.str() + "@" + k.ptx_isa.str();
   c.text += "|cc=" + std::to_string(k.target_arch) + core::variant_suffix(k.target_variant);
   c.text += "|opt=" + k.options;

@@ -24,8 +24,13 @@
 namespace fatpack::detail {
 
 struct jit_key {
-  std::uint64_t ptx_xxh3 = 0;       // of the raw PTX bytes (the package's raw_xxh3)
+  std::uint64_t ptx_xxh3 = 0;       // of the raw PTX bytes (the package's raw_xxh3; a piece's: its text's)
   std::uint64_t ptx_size = 0;
+  // A piece of a PTX entry (kernel-granular JIT, load/pieces.hpp): "<xxh3>:<size>" of the whole
+  // entry's raw PTX as the package declares them (raw_xxh3, raw_size), so a piece's key names the
+  // entry it is made from as well as its own text; empty for a whole entry (whose key is then what
+  // it was before pieces existed).
+  std::string piece_of;
   core::target ptx_target;          // compute_80
   core::ptx_isa ptx_isa;            // 9.0
   std::uint32_t target_arch = 0;    // the SASS to produce: device CC as major*10+minor

@@ -93,6 +93,7 @@ std::shared_ptr<sass_cache> get_sass_cache() {
 std::string jit_key::str() const {
   std::string s = backend;
   s += "|ptx=" + core::hex16(ptx_xxh3) + ":" + std::to_string(ptx_size);
+  if (!piece_of.empty()) s += "|entry=" + piece_of;
   s += "|src=" + ptx_target.str() + "@" + ptx_isa.str();
   s += "|cc=" + std::to_string(target_arch) + core::variant_suffix(target_variant);
   s += "|opt=" + options;
@@ -108,6 +109,10 @@ jit_key make_jit_key(const jit_request& req) {
   jit_key k;
   k.ptx_xxh3 = req.piece ? req.piece->xxh3 : e.raw_xxh3;
   k.ptx_size = req.piece ? req.piece->size : e.raw_size;
+  // A piece's key also names its entry as the package declares it: a piece's own hash and size come
+  // from the package's plan, which an edited package may keep while its PTX changes; with the entry
+  // in the key such a package misses, and the piece is rebuilt from its PTX and checked.
+  if (req.piece) k.piece_of = core::hex16(e.raw_xxh3) + ":" + std::to_string(e.raw_size);
   k.ptx_target = e.target;
   k.ptx_isa = e.ptx_isa;
   k.target_arch = target_arch;

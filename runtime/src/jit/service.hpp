@@ -53,8 +53,9 @@
 namespace fatpack::detail {
 
 // One piece of a PTX entry split for kernel-granular JIT (load/pieces.hpp): a complete PTX module
-// of its own, compiled and cached under its own key (the XXH3 of its text), so that a program
-// compiles and a later process reads only the pieces it uses.
+// of its own, compiled and cached under its own key (the XXH3 and size of its text, and of the whole
+// entry as the package declares it: jit_key::piece_of), so that a program compiles and a later
+// process reads only the pieces it uses.
 struct jit_piece {
   std::uint64_t xxh3 = 0, size = 0;  // of the text (without a NUL): the cache key's PTX hash and size
   std::uint32_t index = 0, count = 0;

@@ -224,19 +224,17 @@ std::shared_ptr<const entry_split> split_from_plan(const jit_request& req) {
     src->size = pp.size;
     src->index = i;
     src->count = count;
-    const std::uint64_t header_end = plan.header_end;
-    src->make = [source, header_end, i, &pp]() -> result<std::string> {
+    src->make = [source, &plan, i]() -> result<std::string> {
       auto raw = source->text();
       if (!raw) return raw.error();
-      std::string text = core::assemble_ptx_piece(**raw, header_end, pp.ranges);
-      if (text.size() != pp.size ||
-          core::xxh3(core::byte_span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size())) != pp.xxh3)
+      core::plan_piece_text made = core::rebuild_plan_piece(**raw, plan, i);
+      if (!made.matches)
         return error{errc::bad_package, 0,
                      "package '" + source->package->name + "', module '" + source->module + "': piece " +
                          std::to_string(i + 1) + " of the package's piece plan does not match its PTX",
                      {}};
-      text.push_back('\0');
-      return text;
+      made.text.push_back('\0');
+      return std::move(made.text);
     };
     out->sources.push_back(std::move(src));
     std::vector<std::string> kernels;

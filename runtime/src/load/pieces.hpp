@@ -14,8 +14,9 @@
 //    the module's order; a lookup takes its piece over when the pool has not started it. on_demand
 //    compiles a piece only when one of its kernels or globals is asked for. off compiles whole.
 //  - Each piece is a JIT request of its own (jit/service.hpp): its own cache key (the XXH3 of its
-//    text), in-process and cross-process single flight, so a later process reads only the pieces it
-//    uses.
+//    text, and the entry's declared raw XXH3 and size: a package whose PTX changed misses even where
+//    its plan did not), in-process and cross-process single flight, so a later process reads only
+//    the pieces it uses.
 //  - Loading a piece relaxes the thread's stream-capture mode for the cuModuleLoadDataEx
 //    (cuThreadExchangeStreamCaptureMode): a module load enqueues nothing, and a kernel first asked
 //    for while the application captures a stream into a graph must not invalidate the capture.

@@ -46,8 +46,11 @@ error relocatable_cubin_error(const cubin_info& info, const std::string& where);
 status refuse_relocatable_cubin(byte_span image, const std::string& where);
 
 class package_view;
-// `fatpack verify`'s check of one package: package_view::verify (every payload and checksum), then
-// refuse_relocatable_cubin for every SASS entry (a relocatable cubin passes every checksum).
+// `fatpack verify`'s check of one package: what package_view::verify checks (every payload and
+// checksum), refuse_relocatable_cubin for every SASS entry (a relocatable cubin passes every
+// checksum), and every piece of every piece plan rebuilt from its entry's PTX against the plan's
+// size and XXH3 (an entry edited with its checksums updated but its plan kept passes the others):
+// a mismatch is errc::checksum naming the package, the entry and the piece (from 0).
 status verify_package_images(const package_view& pkg);
 // Validates the ELF structure it reads (every offset checked); `source` names it in errors.
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);

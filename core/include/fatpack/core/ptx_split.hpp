@@ -69,6 +69,16 @@ struct ptx_split_result {
 // newline, module[first, second) and a newline. The caller checked every bound against the module.
 std::string assemble_ptx_piece(std::string_view module, std::uint64_t header_end,
                                const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges);
+// Piece `i` (< plan.pieces.size()) of an entry's piece plan (docs/format.md §4.2) rebuilt from the entry's raw PTX `module`
+// with assemble_ptx_piece, and whether it is the piece the plan declares (its size and XXH3). A range
+// outside `module` (a plan checked against another size) makes no text and does not match.
+struct plan_piece_text {
+  std::string text;
+  std::uint64_t xxh3 = 0;  // of text
+  bool matches = false;
+};
+plan_piece_text rebuild_plan_piece(std::string_view module, const piece_plan& plan, std::size_t i);
+
 // The package's record of a per-kernel split of `ptx` (an entry's raw PTX, whose kernels are
 // `kernels` in the entry's order): docs/format.md §4.2. Empty when the module stays one piece or
 // cannot be split (the runtime then compiles it whole, or splits it itself with other options).
