@@ -9,13 +9,18 @@
 #include "jit/include_scan.hpp"
 #include "jit/nvrtc.hpp"
 #include "platform/build_id.hpp"
+#include "platform/ld_cache.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -367,4 +372,312 @@ TEST_CASE("build-id: read from the file without loading it") {
   CHECK(fatpack::detail::os::elf_build_id(d, why).empty());
   CHECK(why == "not a regular file");
   CHECK(fatpack::detail::os::elf_build_id(d + "/absent", why).empty());
+}
+
+// The dynamic loader's cache (platform/ld_cache.hpp): the search's step between LD_LIBRARY_PATH and
+// the system directories, read as hostile input.
+namespace {
+
+using fatpack::detail::os::ld_cache_status;
+
+struct ld_entry {
+  std::int32_t flags;
+  std::string key, value;
+  std::uint64_t hwcap = 0;
+};
+#if defined(__aarch64__)
+constexpr std::int32_t k_host_abi = 0x0a03;  // FLAG_ELF_LIBC6 | FLAG_AARCH64_LIB64
+const char* const k_host_abi_name = "libc6,AArch64";  // as ldconfig -p writes it
+#else
+constexpr std::int32_t k_host_abi = 0x0303;  // FLAG_ELF_LIBC6 | FLAG_X8664_LIB64
+const char* const k_host_abi_name = "libc6,x86-64";
+#endif
+
+template <class T>
+void put(std::string& out, std::size_t at, T v) {
+  std::memcpy(&out[at], &v, sizeof v);
+}
+
+// A cache as glibc's ldconfig writes it: the new format alone, or behind an old-format table of
+// `old_entries` (whose contents nobody reads).
+std::string make_ld_cache(const std::vector<ld_entry>& entries, std::uint32_t old_entries = 0, bool with_old = false) {
+  std::string out;
+  if (with_old) {
+    out.assign(16 + std::size_t(old_entries) * 12, '\0');
+    std::memcpy(&out[0], "ld.so-1.7.0", 11);
+    put<std::uint32_t>(out, 12, old_entries);
+    out.resize((out.size() + 7) & ~std::size_t(7), '\0');
+  }
+  const std::size_t base = out.size();
+  const std::size_t strings_begin = 48 + entries.size() * 24;
+  std::string strings;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> offsets;
+  for (const auto& e : entries) {
+    const auto key = static_cast<std::uint32_t>(strings_begin + strings.size());
+    strings += e.key + '\0';
+    const auto value = static_cast<std::uint32_t>(strings_begin + strings.size());
+    strings += e.value + '\0';
+    offsets.emplace_back(key, value);
+  }
+  out.resize(base + strings_begin, '\0');
+  std::memcpy(&out[base], "glibc-ld.so.cache1.1", 20);
+  put<std::uint32_t>(out, base + 20, static_cast<std::uint32_t>(entries.size()));
+  put<std::uint32_t>(out, base + 24, static_cast<std::uint32_t>(strings.size()));
+  out[base + 28] = 2;  // little-endian
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::size_t at = base + 48 + i * 24;
+    put<std::int32_t>(out, at, entries[i].flags);
+    put<std::uint32_t>(out, at + 4, offsets[i].first);
+    put<std::uint32_t>(out, at + 8, offsets[i].second);
+    put<std::uint64_t>(out, at + 16, entries[i].hwcap);
+  }
+  return out + strings;
+}
+
+// Looks up in a heap copy of exactly the cache's size, so that ASan sees a read one byte past it.
+fatpack::detail::os::ld_cache_answer lookup_exact(const std::string& bytes, std::string_view name) {
+  std::unique_ptr<char[]> copy(new char[bytes.size() + 1]);  // + 1: never 0 bytes; the extra one is not in the view
+  std::memcpy(copy.get(), bytes.data(), bytes.size());
+  return fatpack::detail::os::ld_cache_lookup(std::string_view(copy.get(), bytes.size()), name);
+}
+
+const std::vector<ld_entry> k_foo_entries = {
+    {0x0003, "libfoo.so.1", "/lib32/libfoo.so.1"},                                   // another ABI (i386)
+    {k_host_abi, "libfoo.so.1", "/opt/v3/libfoo.so.1", (std::uint64_t(1) << 62) | 1},  // a glibc-hwcaps subdirectory
+    {k_host_abi, "libbar.so.2", "/opt/a/libbar.so.2"},
+    {k_host_abi, "libfoo.so.1", "/opt/a/libfoo.so.1"},                               // the one
+    {k_host_abi, "libfoo.so.1", "/opt/b/libfoo.so.1"},                               // later: not taken
+};
+
+// Sets (or with nullptr, removes) an environment variable for a scope, then puts the old value back.
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~scoped_env() {
+    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("ld.so.cache: this machine's cache parses and agrees with ldconfig -p") {
+  const std::string real = fatpack::detail::os::k_ld_cache_path;
+  struct stat st{};
+  if (::stat(real.c_str(), &st) != 0) {
+    MESSAGE("no " << real << " on this machine: the real cache is not checked");
+    return;
+  }
+  auto libc = fatpack::detail::os::ld_cache_find(real, "libc.so.6");
+  INFO(libc.why);
+  REQUIRE(libc.status == ld_cache_status::found);
+  // The C library this test runs with is the file the cache names (the loader found it the same way).
+  Dl_info info{};
+  REQUIRE(::dladdr(reinterpret_cast<void*>(&::fclose), &info) != 0);
+  char* mine = ::realpath(info.dli_fname, nullptr);
+  char* listed = ::realpath(libc.path.c_str(), nullptr);
+  REQUIRE(mine);
+  REQUIRE(listed);
+  CHECK(std::string(mine) == std::string(listed));
+  std::free(mine);
+  std::free(listed);
+  CHECK(fatpack::detail::os::ld_cache_find(real, "libfatpack-no-such-library.so.0").status == ld_cache_status::not_listed);
+
+  // glibc's own reading: the first line of `ldconfig -p` for the name and this ABI, without a hwcap.
+  std::string ldconfig;
+  for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"})
+    if (::access(p, X_OK) == 0) {
+      ldconfig = p;
+      break;
+    }
+  if (ldconfig.empty()) return;
+  auto listing = run_child({ldconfig, "-p"}, {});
+  REQUIRE(listing.status == 0);
+  int compared = 0;
+  for (const std::string name : {"libc.so.6", "libm.so.6", "libnvrtc.so.13", "libstdc++.so.6", "libz.so.1"}) {
+    const std::string head = "\t" + name + " (" + k_host_abi_name + ") => ";
+    const std::size_t at = listing.out.find(head);
+    auto ours = fatpack::detail::os::ld_cache_find(real, name);
+    INFO(name << ": " << ours.why);
+    if (at == std::string::npos) {
+      CHECK(ours.status == ld_cache_status::not_listed);
+      continue;
+    }
+    const std::size_t end = listing.out.find('\n', at);
+    CHECK(ours.status == ld_cache_status::found);
+    CHECK(ours.path == listing.out.substr(at + head.size(), end - at - head.size()));
+    ++compared;
+  }
+  CHECK(compared >= 1);  // libc.so.6 at least
+}
+
+TEST_CASE("ld.so.cache: a crafted cache resolves a name to the first entry of this ABI without hwcap") {
+  for (const bool with_old : {false, true}) {
+    INFO("behind an old-format table: " << with_old);
+    const std::string bytes = make_ld_cache(k_foo_entries, 3, with_old);
+    auto foo = lookup_exact(bytes, "libfoo.so.1");
+    INFO(foo.why);
+    CHECK(foo.status == ld_cache_status::found);
+    CHECK(foo.path == "/opt/a/libfoo.so.1");
+    CHECK(lookup_exact(bytes, "libbar.so.2").path == "/opt/a/libbar.so.2");
+    for (const char* absent : {"libfoo.so", "libfoo.so.1x", "libfoo.so.", "", "/opt/a/libfoo.so.1"})
+      CHECK(lookup_exact(bytes, absent).status == ld_cache_status::not_listed);
+    CHECK(lookup_exact(bytes, std::string_view("libfoo.so.1\0", 12)).status == ld_cache_status::not_listed);
+    // The same through a file.
+    const std::string d = case_dir(with_old ? "ld_cache_old" : "ld_cache_new");
+    write_text(d + "/ld.so.cache", bytes);
+    CHECK(fatpack::detail::os::ld_cache_find(d + "/ld.so.cache", "libfoo.so.1").path == "/opt/a/libfoo.so.1");
+  }
+  // Only another ABI's entry, or only a hwcap one: not listed.
+  CHECK(lookup_exact(make_ld_cache({k_foo_entries[0], k_foo_entries[1]}), "libfoo.so.1").status == ld_cache_status::not_listed);
+  // An empty cache is well formed.
+  CHECK(lookup_exact(make_ld_cache({}), "libfoo.so.1").status == ld_cache_status::not_listed);
+  // No file, a directory: absent.
+  const std::string d = case_dir("ld_cache_absent");
+  CHECK(fatpack::detail::os::ld_cache_find(d + "/none", "libfoo.so.1").status == ld_cache_status::absent);
+  CHECK(fatpack::detail::os::ld_cache_find(d, "libfoo.so.1").status == ld_cache_status::absent);
+}
+
+TEST_CASE("ld.so.cache: damaged caches are rejected whole, without reading outside the file") {
+  const auto malformed = [](const std::string& bytes, const char* what) {
+    auto a = lookup_exact(bytes, "libfoo.so.1");
+    INFO(what << ": " << a.why);
+    CHECK(a.status == ld_cache_status::malformed);
+    CHECK(a.path.empty());
+    CHECK(a.why.rfind("malformed: ", 0) == 0);
+  };
+  for (const bool with_old : {false, true}) {
+    INFO("behind an old-format table: " << with_old);
+    const std::string good = make_ld_cache(k_foo_entries, 2, with_old);
+    const std::size_t base = with_old ? 16 + 2 * 12 : 0;  // 40: already a multiple of 8
+    REQUIRE(lookup_exact(good, "libfoo.so.1").status == ld_cache_status::found);
+    // Every truncation.
+    for (std::size_t n = 0; n < good.size(); ++n) {
+      auto a = lookup_exact(good.substr(0, n), "libfoo.so.1");
+      INFO("truncated to " << n << ": " << a.why);
+      CHECK(a.status == ld_cache_status::malformed);
+    }
+    std::string bad = good;
+    bad[base + 3] ^= 1;
+    malformed(bad, "new magic");
+    bad = good;
+    bad[base + 19] = '0';  // version 1.0
+    malformed(bad, "version");
+    for (const std::uint32_t count : {0xffffffffu, 0x0aaaaaaau, std::uint32_t(k_foo_entries.size() + 1)}) {
+      bad = good;
+      put<std::uint32_t>(bad, base + 20, count);
+      malformed(bad, "entry count");
+    }
+    bad = good;
+    put<std::uint32_t>(bad, base + 24, 0xffffffffu);
+    malformed(bad, "string table size");
+    bad = good;
+    bad[bad.size() - 1] = 'x';  // the table's last string loses its NUL
+    malformed(bad, "missing NUL");
+    for (const std::uint8_t endian : {1, 3}) {
+      bad = good;
+      bad[base + 28] = static_cast<char>(endian);
+      malformed(bad, "invalid or big-endian");
+    }
+    // Offsets outside the string table, in the last entry (after the match: every entry is checked).
+    const std::size_t last = base + 48 + (k_foo_entries.size() - 1) * 24;
+    for (const std::size_t field : {std::size_t(4), std::size_t(8)})
+      for (const std::uint32_t offset : {0u, 47u, 0xffffffffu, static_cast<std::uint32_t>(good.size() - base)}) {
+        bad = good;
+        put<std::uint32_t>(bad, last + field, offset);
+        malformed(bad, field == 4 ? "key offset" : "value offset");
+      }
+  }
+  // An old-format table that runs past the end, or an old format alone.
+  std::string old_only(16, '\0');
+  std::memcpy(&old_only[0], "ld.so-1.7.0", 11);
+  malformed(old_only, "old format only");
+  std::string old_huge = make_ld_cache(k_foo_entries, 0, true);
+  put<std::uint32_t>(old_huge, 12, 0xffffffffu);
+  malformed(old_huge, "old table count");
+  malformed("\x7f" "ELF and more bytes than a header's worth, 48 of them at least.........", "wrong magic");
+  // The matching entry's path: relative, empty, or 4 KiB and more.
+  malformed(make_ld_cache({{k_host_abi, "libfoo.so.1", "libfoo.so.1"}}), "relative path");
+  malformed(make_ld_cache({{k_host_abi, "libfoo.so.1", ""}}), "empty path");
+  malformed(make_ld_cache({{k_host_abi, "libfoo.so.1", "/" + std::string(4095, 'p')}}), "long path");
+  CHECK(lookup_exact(make_ld_cache({{k_host_abi, "libfoo.so.1", "/" + std::string(4094, 'p')}}), "libfoo.so.1").status ==
+        ld_cache_status::found);
+  // Over 16 MiB: refused before it is read.
+  const std::string d = case_dir("ld_cache_big");
+  const std::string big = d + "/ld.so.cache";
+  write_text(big, make_ld_cache(k_foo_entries));
+  REQUIRE(::truncate(big.c_str(), off_t(fatpack::detail::os::k_max_ld_cache_bytes) + 1) == 0);
+  auto a = fatpack::detail::os::ld_cache_find(big, "libfoo.so.1");
+  CHECK(a.status == ld_cache_status::malformed);
+  CHECK(a.why.find("larger than 16 MiB") != std::string::npos);
+}
+
+TEST_CASE("locate NVRTC: LD_LIBRARY_PATH, then the loader's cache, then the directories; a damaged cache is skipped") {
+  const std::string d = case_dir("locate_order");
+  ::mkdir((d + "/cached").c_str(), 0700);
+  ::mkdir((d + "/env").c_str(), 0700);
+  const std::string cached = d + "/cached/libnvrtc.so.13", in_env = d + "/env/libnvrtc.so.13";
+  REQUIRE(::symlink(NVRTC_PATH, cached.c_str()) == 0);
+  REQUIRE(::symlink(NVRTC_PATH, in_env.c_str()) == 0);
+  write_text(d + "/ld.so.cache", make_ld_cache({{k_host_abi, "libnvrtc.so.13", cached}}));
+  std::string damaged = make_ld_cache({{k_host_abi, "libnvrtc.so.13", cached}});
+  damaged.pop_back();  // the string table runs past the end
+  write_text(d + "/damaged.cache", damaged);
+  write_text(d + "/other.cache", make_ld_cache({{k_host_abi, "libnvrtc.so.13", d + "/cached/gone.so"}}));
+
+  scoped_env no_override("FATPACK_LIBNVRTC", nullptr);
+  scoped_env no_path("LD_LIBRARY_PATH", nullptr);
+  // The cache comes before the system and CUDA directories (which hold the toolkit's NVRTC here).
+  auto loc = fatpack::detail::locate_nvrtc(d + "/ld.so.cache");
+  REQUIRE_MESSAGE(loc, loc.error().message);
+  CHECK(loc->path == cached);
+  CHECK(loc->identity.rfind("libnvrtc.so.13 build-id ", 0) == 0);
+  {
+    scoped_env bare("FATPACK_LIBNVRTC", "libnvrtc.so.13");  // a bare name: the same search
+    auto by_name = fatpack::detail::locate_nvrtc(d + "/ld.so.cache");
+    REQUIRE_MESSAGE(by_name, by_name.error().message);
+    CHECK(by_name->path == cached);
+  }
+  {
+    scoped_env path("LD_LIBRARY_PATH", (d + "/none:" + d + "/env").c_str());  // LD_LIBRARY_PATH first
+    auto env = fatpack::detail::locate_nvrtc(d + "/ld.so.cache");
+    REQUIRE_MESSAGE(env, env.error().message);
+    CHECK(env->path == in_env);
+  }
+  // A damaged cache is skipped with a debug line.
+  std::vector<std::string> lines;
+  const fatpack::log_level level = fatpack::get_log_level();
+  fatpack::set_log_level(fatpack::log_level::debug);
+  fatpack::set_log_callback([&lines](fatpack::log_level, std::string_view line) { lines.emplace_back(line); });
+  (void)fatpack::detail::locate_nvrtc(d + "/damaged.cache");
+  fatpack::set_log_callback(nullptr);
+  fatpack::set_log_level(level);
+  bool logged = false;
+  for (const auto& l : lines) logged |= l.find("the loader's cache is not used: " + d + "/damaged.cache: malformed: ") != std::string::npos;
+  CHECK(logged);
+  // A damaged cache, or one naming a file that is not there: the search goes on past it.
+  for (const char* cache : {"/damaged.cache", "/other.cache", "/no-such.cache"}) {
+    INFO(cache);
+    auto past = fatpack::detail::locate_nvrtc(d + cache);
+    if (past) {
+      CHECK(past->path.rfind(d, 0) != 0);  // found in a system or CUDA directory, not through the cache
+    } else {
+      CHECK(past.error().code == fatpack::errc::no_driver);
+      CHECK(past.error().message.find(d + cache) != std::string::npos);
+      if (std::string(cache) == "/damaged.cache") CHECK(past.error().message.find("(ignored") != std::string::npos);
+    }
+  }
+  // No cache at all (""): not listed in the message.
+  auto none = fatpack::detail::locate_nvrtc("");
+  if (!none) CHECK(none.error().message.find("ld.so.cache") == std::string::npos);
 }

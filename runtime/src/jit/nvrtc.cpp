@@ -3,6 +3,8 @@
 
 #include "platform/build_id.hpp"
 #include "platform/clock.hpp"
+#include "platform/ld_cache.hpp"
+#include "platform/log.hpp"
 #include "platform/os.hpp"
 
 #include <nvrtc.h>
@@ -43,13 +45,21 @@ const char* const k_names[f_count] = {
 static_assert(sizeof(nvrtc_lib::fns) / sizeof(void*) >= f_count, "nvrtc_lib::fns holds every entry point");
 
 const char* const k_default_names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
-// Where the search looks after LD_LIBRARY_PATH: the toolkit's default location and the system
-// library directories (Debian's multiarch one first).
-const char* const k_default_dirs[] = {"/usr/local/cuda/lib64",      "/usr/local/cuda/targets/x86_64-linux/lib",
-                                      "/usr/lib/x86_64-linux-gnu",  "/usr/lib/aarch64-linux-gnu",
-                                      "/usr/lib64",                 "/usr/lib",
-                                      "/lib/x86_64-linux-gnu",      "/lib64",
-                                      "/lib"};
+// Where the search looks after LD_LIBRARY_PATH and the loader's cache: first the directories the
+// dynamic loader itself searches last (glibc's system directories, Debian's multiarch ones first, in
+// the loader's order), so that the file found is the one dlopen of the bare name would load whenever
+// dlopen would find one; then the CUDA toolkit's default location, which dlopen does not search.
+#if defined(__aarch64__)
+#  define FATPACK_MULTIARCH "aarch64-linux-gnu"
+#  define FATPACK_CUDA_TARGET "sbsa-linux"
+#else
+#  define FATPACK_MULTIARCH "x86_64-linux-gnu"
+#  define FATPACK_CUDA_TARGET "x86_64-linux"
+#endif
+const char* const k_default_dirs[] = {"/lib/" FATPACK_MULTIARCH, "/usr/lib/" FATPACK_MULTIARCH,
+                                      "/lib64",                  "/usr/lib64",
+                                      "/lib",                    "/usr/lib",
+                                      "/usr/local/cuda/lib64",   "/usr/local/cuda/targets/" FATPACK_CUDA_TARGET "/lib"};
 constexpr std::size_t k_max_search_dirs = 64;
 constexpr std::size_t k_max_path = 4096;
 constexpr std::size_t k_max_builtins = 8;
@@ -64,8 +74,8 @@ bool is_regular_file(const std::string& path) {
 }
 
 // LD_LIBRARY_PATH's directories (absolute ones only: a relative one depends on the working
-// directory), then the defaults; bounded.
-std::vector<std::string> search_dirs() {
+// directory); bounded.
+std::vector<std::string> env_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = os::getenv_path("LD_LIBRARY_PATH")) {
     std::string_view rest(env, ::strnlen(env, k_max_search_dirs * k_max_path));
@@ -77,9 +87,66 @@ std::vector<std::string> search_dirs() {
       rest.remove_prefix(colon + 1);
     }
   }
-  for (const char* d : k_default_dirs) dirs.emplace_back(d);
   return dirs;
 }
+
+// The search for a bare library name, in dlopen's order: LD_LIBRARY_PATH, the loader's cache, the
+// system directories (then CUDA's, k_default_dirs). The cache file is read at most once per search.
+// A damaged cache is skipped, with a debug line when `log_damage` is set.
+class library_search {
+ public:
+  library_search(std::string ld_cache_path, bool log_damage)
+      : ld_cache_path_(std::move(ld_cache_path)), log_damage_(log_damage), env_(env_dirs()) {}
+
+  std::string find(const std::string& name) {
+    for (const auto& d : env_)
+      if (std::string p = d + "/" + name; is_regular_file(p)) return p;
+    if (!ld_cache_path_.empty()) {
+      if (!cache_read_) {
+        cache_ = os::read_ld_cache(ld_cache_path_);
+        cache_read_ = true;
+        if (cache_.status == os::ld_cache_status::malformed) note(cache_.why);
+      }
+      if (cache_.status == os::ld_cache_status::found) {
+        const os::ld_cache_answer a = os::ld_cache_lookup(cache_.bytes, name);
+        if (a.status == os::ld_cache_status::malformed) {
+          note(ld_cache_path_ + ": " + a.why);
+          cache_.status = os::ld_cache_status::malformed;  // not asked again
+        } else if (a.status == os::ld_cache_status::found && is_regular_file(a.path)) {
+          return a.path;
+        }
+      }
+    }
+    for (const char* d : k_default_dirs)
+      if (std::string p = std::string(d) + "/" + name; is_regular_file(p)) return p;
+    return {};
+  }
+
+  // "dir:dir:...", for the error message.
+  std::string searched() const {
+    std::string out;
+    for (const auto& d : env_) out += (out.empty() ? "" : ":") + d;
+    if (!ld_cache_path_.empty()) {
+      out += (out.empty() ? "" : ":") + ld_cache_path_;
+      if (cache_read_ && cache_.status == os::ld_cache_status::malformed) out += " (ignored: not a cache fatpack reads)";
+    }
+    for (const char* d : k_default_dirs) out += (out.empty() ? "" : ":") + std::string(d);
+    return out;
+  }
+
+ private:
+  // A damaged cache is not an error (the search goes on without it): a debug line says why.
+  void note(const std::string& why) const {
+    if (log_damage_ && log_enabled(log_level::debug))
+      log_line(log_level::debug, "locating NVRTC: the loader's cache is not used: " + why);
+  }
+
+  std::string ld_cache_path_;
+  bool log_damage_;
+  std::vector<std::string> env_;
+  bool cache_read_ = false;
+  os::ld_cache_file cache_;
+};
 
 // The build-ids of the builtins libraries beside NVRTC's real file ("libnvrtc-builtins.so.13.0
 // <hex>"), sorted by name; bounded.
@@ -122,22 +189,18 @@ result<nvrtc_location> located_at(const std::string& path) {
   return loc;
 }
 
-std::string find_in(const std::vector<std::string>& dirs, const std::string& name) {
-  for (const auto& d : dirs) {
-    std::string p = d + "/" + name;
-    if (is_regular_file(p)) return p;
-  }
-  return {};
-}
-
 std::string nvrtc_result_text(const nvrtc_lib& lib, nvrtcResult r) {
   auto text = reinterpret_cast<error_string_fn>(lib.fns[f_error_string]);
   const char* s = text ? text(r) : nullptr;
   return s ? std::string(s) : "NVRTC error " + std::to_string(static_cast<int>(r));
 }
 
+result<nvrtc_location> locate(const std::string& ld_cache_path, bool log_damage);
+
 result<const nvrtc_lib*> do_load() {
-  auto where = locate_nvrtc();
+  // Quiet: the caller located NVRTC just before (compile_api.cpp), which logged; this runs inside
+  // load_nvrtc's static initialisation, where no application log callback should run.
+  auto where = locate(os::k_ld_cache_path, false);
   if (!where) return where.error();
   auto* lib = new nvrtc_lib();  // never freed, like the driver
   lib->where = std::move(where.value());
@@ -166,31 +229,35 @@ result<const nvrtc_lib*> do_load() {
   return static_cast<const nvrtc_lib*>(lib);
 }
 
-}  // namespace
-
-result<nvrtc_location> locate_nvrtc() {
-  const std::vector<std::string> dirs = search_dirs();
+result<nvrtc_location> locate(const std::string& ld_cache_path, bool log_damage) {
+  library_search search(ld_cache_path, log_damage);
   if (const char* env = os::getenv_path("FATPACK_LIBNVRTC"); env && *env) {
     const std::string value(env, ::strnlen(env, k_max_path));
     if (value.size() >= k_max_path)
       return error{errc::invalid_argument, 0, "FATPACK_LIBNVRTC is longer than " + std::to_string(k_max_path) + " bytes", {}};
-    std::string path = value.find('/') != std::string::npos ? value : find_in(dirs, value);
+    std::string path = value.find('/') != std::string::npos ? value : search.find(value);
     if (path.empty() || !is_regular_file(path))
       return error{errc::no_driver, 0,
                    "FATPACK_LIBNVRTC=" + value + ": no such library file (" +
                        (value.find('/') != std::string::npos ? std::string("not a readable regular file")
-                                                             : "not found along LD_LIBRARY_PATH or the system library directories") +
+                                                             : "not found in " + search.searched()) +
                        "); " + k_install_hint,
                    {}};
     return located_at(path);
   }
   for (const char* name : k_default_names)
-    if (std::string p = find_in(dirs, name); !p.empty()) return located_at(p);
-  std::string searched;
-  for (const auto& d : dirs) searched += (searched.empty() ? "" : ":") + d;
+    if (std::string p = search.find(name); !p.empty()) return located_at(p);
   return error{errc::no_driver, 0,
-               "NVRTC not found: neither libnvrtc.so.13 nor libnvrtc.so.12 is in " + searched + "; " + k_install_hint, {}};
+               "NVRTC not found: neither libnvrtc.so.13 nor libnvrtc.so.12 is in " + search.searched() + "; " +
+                   k_install_hint,
+               {}};
 }
+
+}  // namespace
+
+result<nvrtc_location> locate_nvrtc() { return locate(os::k_ld_cache_path, true); }
+
+result<nvrtc_location> locate_nvrtc(const std::string& ld_cache_path) { return locate(ld_cache_path, true); }
 
 std::string nvrtc_lib::identify() const {
   return "NVRTC " + std::to_string(major) + "." + std::to_string(minor) + " (" + where.path + ")";

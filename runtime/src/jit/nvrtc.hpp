@@ -2,13 +2,14 @@
 // linked: a program that never compiles, or whose compiles all hit the source cache, never loads it.
 //
 // Which library: FATPACK_LIBNVRTC (a path with a '/': exactly that file; a bare name: searched like
-// the defaults), else libnvrtc.so.13, then libnvrtc.so.12, each searched along LD_LIBRARY_PATH and
-// then the usual directories (k_default_dirs in nvrtc.cpp: /usr/local/cuda/lib64, the system library
-// directories). The search is fatpack's own, so the file it finds is known *before* loading it:
-// locate_nvrtc() reads that file's ELF build-id (a small bounded read of a 105 MB file), which is the
-// compiler identity in the source cache's key, and load_nvrtc() dlopen-s exactly the path it found.
-// The builtins library NVRTC loads from its own directory (libnvrtc-builtins.so.X.Y) is part of the
-// identity too.
+// the defaults), else libnvrtc.so.13, then libnvrtc.so.12, each searched in the order dlopen of the
+// bare name uses: LD_LIBRARY_PATH, the dynamic loader's cache (/etc/ld.so.cache, platform/ld_cache.hpp;
+// a damaged one is skipped), the system library directories; then the CUDA toolkit's default
+// location (k_default_dirs in nvrtc.cpp), which dlopen would not search. The search is fatpack's own,
+// so the file it finds is known *before* loading it: locate_nvrtc() reads that file's ELF build-id (a
+// small bounded read of a 105 MB file), which is the compiler identity in the source cache's key, and
+// load_nvrtc() dlopen-s exactly the path it found. The builtins library NVRTC loads from its own
+// directory (libnvrtc-builtins.so.X.Y) is part of the identity too.
 #pragma once
 
 #include "fatpack/error.hpp"
@@ -37,6 +38,8 @@ struct nvrtc_location {
 // Finds NVRTC without loading it. errc::no_driver when there is none: the message names what was
 // searched and what to install.
 result<nvrtc_location> locate_nvrtc();
+// The same with another loader's cache file (tests; "" reads none).
+result<nvrtc_location> locate_nvrtc(const std::string& ld_cache_path);
 
 struct nvrtc_lib {
   nvrtc_location where;
