@@ -311,7 +311,16 @@ result<std::vector<jit_request>> requests_as_loaded(const jit_request& whole) {
 
 void queue_pieces(piece_set& set) {
   auto& jit = jit_service::instance();
-  for (std::uint32_t i = 0; i < set.slots.size(); ++i) {
+  // Largest first (by PTX size, the best estimate of a piece's JIT time there is): the pool's last
+  // compiles are then the small ones, so the module is done soon after the total work divided by
+  // the threads, not a large piece's JIT later. A kernel asked for meanwhile does not wait for its
+  // turn: function() takes its queued piece over on the asking thread.
+  std::vector<std::uint32_t> order(set.slots.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return set.slots[a]->src->size > set.slots[b]->src->size;
+  });
+  for (std::uint32_t i : order) {
     auto t = jit.enqueue(piece_request(set, i));
     std::lock_guard<std::mutex> lock(set.slots[i]->mu);
     if (t) set.slots[i]->task = std::move(*t);  // else compiled on first use
