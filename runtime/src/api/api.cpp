@@ -157,7 +157,7 @@ result<resolved> resolve(std::string_view module_name, const load_options& optio
 result<module> load_module(std::string_view module_name, const load_options& options) {
   auto r = resolve(module_name, options);
   if (!r) return std::move(r).error();
-  detail::wire_default_cache();
+  detail::arm_default_cache();  // opened if the load needs the JIT
   const detail::driver& drv = *r->set->drv;
   auto ctx = detail::choose_context(drv, *r->dev);
   if (!ctx) {
@@ -198,7 +198,7 @@ result<library> load_library(std::string_view module_name, const load_options& o
                      ": the driver " + drv.identify() +
                      " has no cuLibraryLoadData (CUDA 12.0); use load_module, whose modules work with every driver",
                  {}};
-  detail::wire_default_cache();
+  detail::arm_default_cache();  // opened if the load needs the JIT
   detail::target_context none;  // a library belongs to no context
   auto st = detail::module_table::instance().get_or_load(drv, *r->dev, r->me, r->pol, std::move(none), true);
   if (!st) return std::move(st).error();

@@ -44,18 +44,25 @@ std::shared_ptr<sass_cache> local_of(std::shared_ptr<sass_cache> c) {
 
 }  // namespace
 
-void wire_default_cache() {
-  install_sass_cache_if_none([] {
-    std::shared_ptr<sass_cache> local = cache::make_default_sass_cache();
-    if (std::string_view(local->name()) == "none") return local;  // FATPACK_CACHE_DISABLE: no remote either
-    std::lock_guard<std::mutex> g(remote_override_mu());
-    if (auto& o = remote_override()) {
-      if (o->store.url.empty()) return local;
-      return std::shared_ptr<sass_cache>(remote::remote_cache::create(local, *o, remote_state_dir(local)));
-    }
-    return remote::with_remote_from_env(local, remote_state_dir(local));
-  });
+namespace {
+
+// The environment's disk cache, with the fleet layer the environment or set_cache_remote asks for.
+std::shared_ptr<sass_cache> make_default_cache() {
+  std::shared_ptr<sass_cache> local = cache::make_default_sass_cache();
+  if (std::string_view(local->name()) == "none") return local;  // FATPACK_CACHE_DISABLE: no remote either
+  std::lock_guard<std::mutex> g(remote_override_mu());
+  if (auto& o = remote_override()) {
+    if (o->store.url.empty()) return local;
+    return std::shared_ptr<sass_cache>(remote::remote_cache::create(local, *o, remote_state_dir(local)));
+  }
+  return remote::with_remote_from_env(local, remote_state_dir(local));
 }
+
+}  // namespace
+
+void wire_default_cache() { install_sass_cache_if_none(make_default_cache); }
+
+void arm_default_cache() { arm_sass_cache(make_default_cache); }
 
 std::shared_ptr<cache::disk_cache> active_disk_cache() {
   if (!sass_cache_installed()) return nullptr;

@@ -12,6 +12,9 @@ namespace fatpack::detail {
 
 // Installs the disk cache configured by the environment unless a cache is installed already.
 void wire_default_cache();
+// The same when the JIT first asks for the cache (jit/service.hpp arm_sass_cache): what a load
+// calls, so that loading SASS never opens (or creates) the cache directory.
+void arm_default_cache();
 // The installed disk cache, or null (none installed yet, disabled, or another cache installed).
 std::shared_ptr<cache::disk_cache> active_disk_cache();
 // The installed fleet cache layer, or null (none configured).

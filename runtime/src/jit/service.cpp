@@ -56,6 +56,11 @@ std::mutex& cache_mu() {
   static auto* m = new std::mutex();
   return *m;
 }
+// What get_sass_cache() installs while nothing is (arm_sass_cache).
+std::function<std::shared_ptr<sass_cache>()>& armed_cache() {
+  static auto* f = new std::function<std::shared_ptr<sass_cache>()>();
+  return *f;
+}
 
 }  // namespace
 
@@ -71,6 +76,11 @@ void install_sass_cache_if_none(const std::function<std::shared_ptr<sass_cache>(
   cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
 }
 
+void arm_sass_cache(std::function<std::shared_ptr<sass_cache>()> make) {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  if (!cache_slot() && !armed_cache()) armed_cache() = std::move(make);
+}
+
 bool sass_cache_installed() {
   std::lock_guard<std::mutex> lock(cache_mu());
   return cache_slot() != nullptr;
@@ -79,10 +89,17 @@ bool sass_cache_installed() {
 void uninstall_sass_cache() {
   std::lock_guard<std::mutex> lock(cache_mu());
   cache_slot().reset();
+  armed_cache() = nullptr;
 }
 
 std::shared_ptr<sass_cache> get_sass_cache() {
   std::lock_guard<std::mutex> lock(cache_mu());
+  if (!cache_slot() && armed_cache()) {
+    auto make = std::move(armed_cache());
+    armed_cache() = nullptr;
+    auto c = make();
+    cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+  }
   if (!cache_slot()) {
     static auto* none = new std::shared_ptr<sass_cache>(std::make_shared<null_sass_cache>());
     return *none;

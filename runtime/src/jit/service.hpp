@@ -201,10 +201,14 @@ class jit_service {
 void set_sass_cache(std::shared_ptr<sass_cache> cache);
 // Installs make() unless a cache is installed already (make runs at most once, under the lock).
 void install_sass_cache_if_none(const std::function<std::shared_ptr<sass_cache>()>& make);
+// Arms make() for get_sass_cache(): while nothing is installed, the first get_sass_cache() installs
+// make() (at most once, under the lock). A load arms the default cache instead of opening it, so a
+// load that needs no JIT (SASS) never touches the cache directory.
+void arm_sass_cache(std::function<std::shared_ptr<sass_cache>()> make);
 bool sass_cache_installed();
-// Back to "nothing installed" (tests, and `fatpack warm` restoring what it found).
+// Back to "nothing installed", disarmed (tests, and `fatpack warm` restoring what it found).
 void uninstall_sass_cache();
-// The installed cache, or null_sass_cache when none is.
+// The installed cache; else the armed one, installed now; else null_sass_cache.
 std::shared_ptr<sass_cache> get_sass_cache();
 
 // The in-process single-flight key. Its backend is the one requested ("culink" / "nvjitlink"); the
