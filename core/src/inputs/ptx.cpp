@@ -14,6 +14,8 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 namespace fatpack::core {
 namespace {
@@ -118,6 +120,7 @@ result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
       info.toolkit_version = detail::release_version(c);
   };
   lexer lex(std::string_view(reinterpret_cast<const char*>(text.data), n));
+  std::unordered_set<std::string_view> kernel_names;  // views into the text
   token t = lex.next(on_comment);
   while (t.kind != token::end) {
     if (t.kind == token::bad) return fail(errc::malformed, "line " + std::to_string(t.line) + ": " + std::string(t.text));
@@ -160,8 +163,9 @@ result<ptx_info> parse_ptx(byte_span bytes, std::string_view source) {
       const token name = lex.next(on_comment);
       if (name.kind != token::word || name.text.empty() || name.text[0] == '.')
         return fail(errc::malformed, "line " + std::to_string(t.line) + ": .entry without a name");
-      bool seen = false;
-      for (const auto& k : info.kernels) seen = seen || k == name.text;
+      // A kernel declared before it is defined (or twice) is listed once. A set of the names seen, not a
+      // scan of the list: modules with tens of thousands of kernels exist (split_ptx reads them whole).
+      const bool seen = !kernel_names.insert(name.text).second;
       t = lex.next(on_comment);
       // The parameter list: `( .param TYPE [.ptr .space .align N] NAME[[N]], ... )`. What this reader
       // does not understand (a type it does not know, a size beyond the parameter space) leaves the

@@ -21,8 +21,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <unordered_map>
 #include <variant>
 
@@ -467,21 +470,28 @@ class splitter {
     return seeds;
   }
 
-  // The items a set of groups needs, in the module's order.
+  // The items a set of groups needs, in the module's order: the items every piece holds (listed once,
+  // in every_piece_items_) merged with those its walk reaches. Nothing here looks at the module's other
+  // items, so writing all pieces costs their size, not the number of pieces times the module's.
   std::optional<std::vector<std::uint32_t>> items_of(const std::vector<std::uint32_t>& seeds, std::uint32_t stamp) {
-    std::vector<std::uint32_t> out;
-    for (std::uint32_t i = 0; i < items().size(); ++i)
-      if (items()[i].in_every_piece) out.push_back(i);
+    std::vector<std::uint32_t> reached;
     bool ok = walk(seeds, stamp, [&](std::uint32_t s) {
-      for (std::uint32_t i : symbols_[s].items) out.push_back(i);
+      for (std::uint32_t i : symbols_[s].items) reached.push_back(i);
     });
     if (!ok) return std::nullopt;
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
+    std::sort(reached.begin(), reached.end());
+    reached.erase(std::unique(reached.begin(), reached.end()), reached.end());
+    // .file and .debug_str items have no names, so no symbol lists them: the two lists are disjoint.
+    std::vector<std::uint32_t> out;
+    out.reserve(every_piece_items_.size() + reached.size());
+    std::merge(every_piece_items_.begin(), every_piece_items_.end(), reached.begin(), reached.end(),
+               std::back_inserter(out));
     return out;
   }
 
   std::variant<std::vector<ptx_piece>, refusal> write_pieces() {
+    for (std::uint32_t i = 0; i < items().size(); ++i)
+      if (items()[i].in_every_piece) every_piece_items_.push_back(i);
     // Pieces as lists of groups.
     std::vector<std::vector<std::uint32_t>> piece_groups;
     std::uint32_t stamp = std::uint32_t(kernels_.size()) + 1;
@@ -499,13 +509,18 @@ class splitter {
         sized.emplace_back(bytes, g);
       }
       std::stable_sort(sized.begin(), sized.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      // The lightest piece, ties to the lowest index: a min-heap of (load, piece), so that many
+      // groups into many pieces cost log(pieces) each, not a scan of all pieces.
       const std::size_t n = options_.groups;
-      std::vector<std::uint64_t> load(n, 0);
+      using load_t = std::pair<std::uint64_t, std::size_t>;
+      std::priority_queue<load_t, std::vector<load_t>, std::greater<load_t>> lightest;
+      for (std::size_t p = 0; p < n; ++p) lightest.emplace(0, p);
       piece_groups.resize(n);
       for (const auto& [bytes, g] : sized) {
-        const std::size_t lightest = std::size_t(std::min_element(load.begin(), load.end()) - load.begin());
-        load[lightest] += bytes;
-        piece_groups[lightest].push_back(g);
+        const auto [load, p] = lightest.top();
+        lightest.pop();
+        lightest.emplace(load + bytes, p);
+        piece_groups[p].push_back(g);
       }
       for (auto& p : piece_groups) std::sort(p.begin(), p.end());
       std::sort(piece_groups.begin(), piece_groups.end());
@@ -545,6 +560,7 @@ class splitter {
   std::vector<std::uint32_t> kernels_;              // entry symbols with a body, in the module's order
   std::vector<std::vector<std::uint32_t>> groups_;  // kernel indices (kernels_.size(): the rest)
   std::vector<std::uint32_t> rest_;                 // symbols no kernel reaches
+  std::vector<std::uint32_t> every_piece_items_;    // .file and .debug_str items, in the module's order
   std::vector<std::uint32_t> mark_;
   std::vector<std::uint32_t> stack_;
   std::size_t steps_ = 0;
