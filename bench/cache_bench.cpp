@@ -75,6 +75,7 @@ class counting_fs final : public fs {
   int pwrite(int fd, const void* b, std::size_t n, std::uint64_t o) override { return r.pwrite(fd, b, n, o); }
   int allocate(int fd, std::uint64_t n) override { return r.allocate(fd, n); }
   int fstat(int fd, file_stat& s) override { return r.fstat(fd, s); }
+  int map_read(int fd, std::uint64_t n, const void*& a) override { ++reads; return r.map_read(fd, n, a); }
   int stat(const std::string& p, file_stat& s) override { ++stats; return r.stat(p, s); }
   int mkdir(const std::string& p, std::uint32_t m) override { return r.mkdir(p, m); }
   int chmod(const std::string& p, std::uint32_t m) override { return r.chmod(p, m); }

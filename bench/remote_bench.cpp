@@ -141,7 +141,7 @@ int child_main(const child_args& a) {
     auto c = local_cache(a.dir);
     auto hit = c->find(key, false);
     get_us = us_since(process_start);
-    if (hit) bytes = std::move(hit->sass);
+    if (hit) bytes = std::move(hit->sass).take();
   } else if (a.which == "http" || a.which == "redis") {
     // What the runtime builds when FATPACK_CACHE_REMOTE is set (with_remote_from_env): the layer over
     // the (empty) local cache, the store opened at first use.
@@ -149,7 +149,7 @@ int child_main(const child_args& a) {
                                               cache::format_dir(a.dir));
     auto hit = layer->find(key, false);
     get_us = us_since(process_start);
-    if (hit) bytes = std::move(hit->sass);
+    if (hit) bytes = std::move(hit->sass).take();
     remote_layer = layer;
   } else if (a.which == "ptxas") {
     const pid_t pid = ::fork();

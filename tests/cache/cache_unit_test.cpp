@@ -135,6 +135,10 @@ class faulty_fs final : public fs {
     return real.allocate(fd, n);
   }
   int fstat(int fd, file_stat& st) override { return real.fstat(fd, st); }
+  int map_read(int fd, std::uint64_t n, const void*& a) override {
+    if (int e = f("map_read")) return e;
+    return real.map_read(fd, n, a);
+  }
   int stat(const std::string& p, file_stat& st) override { return real.stat(p, st); }
   int mkdir(const std::string& p, std::uint32_t m) override {
     if (int e = f("mkdir")) return e;
@@ -309,14 +313,17 @@ TEST_CASE("entries: round trip; every header bit flip, truncation and payload da
     }
     CHECK(*r == cubin90());  // anything accepted must be the exact bytes
   };
-  // Every bit of the header and of the key texts.
-  const std::size_t texts_end = entry_header_size + k.code.text.size() + k.driver.text.size();
+  // Every bit of the header (with a stored entry's zero padding, format 1.2: its cubin starts at a
+  // multiple of 64) and of the key texts.
+  if (codec == entry_codec::stored) CHECK(h.payload_offset() % 64 == 0);
+  if (codec == entry_codec::lz4) CHECK(h.header_size == entry_header_size);
+  const std::size_t texts_end = h.payload_offset();
   for (std::size_t bit = 0; bit < texts_end * 8; ++bit) {
     auto b = *enc;
     b[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
     never_wrong(b);
   }
-  CHECK(refused == total);  // reserved header bytes are covered by the header checksum
+  CHECK(refused == total);  // reserved header bytes are covered by the header checksum, the padding by its rule
   // Payload: 2000 random single-bit flips and 200 random multi-byte smears.
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {
@@ -400,6 +407,7 @@ TEST_CASE("store: stored entries larger than the front read come in two reads; L
   auto hit = d->read_exact(a, 90);
   REQUIRE(hit.has_value());
   CHECK(*hit == big);
+  hit.reset();  // (a mapping of the file: the edit below would show through it)
   // One byte of the cubin changed, past the front: refused by the cubin's checksum, and removed.
   {
     std::FILE* f = std::fopen(d->entry_path(a).c_str(), "r+b");
@@ -429,6 +437,88 @@ TEST_CASE("store: stored entries larger than the front read come in two reads; L
   auto from_stored = lz->read_exact(a, 90);
   REQUIRE(from_stored.has_value());
   CHECK(*from_stored == big);
+}
+
+namespace {
+// Lines of /proc/self/maps naming `path` (a mapping of it; " (deleted)" once it is unlinked).
+int mappings_of(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) n += line.find(path) != std::string::npos;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outlives the file; else it is read") {
+  auto big = cubin90();
+  big.resize(max_entry_front + 100 * 1024, 0);
+  const std::string root = fresh("mapped");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+  const full_key a = make_full_key(key_for(41)), small = make_full_key(key_for(42));
+  std::string why;
+  REQUIRE(d->write(a, fatpack::core::byte_span(big), why) == 0);
+  const std::string path = d->entry_path(a);
+  const auto io0 = stats().io_errors.load();
+  {
+    auto hit = d->read_exact(a, 90);
+    REQUIRE(hit.has_value());
+    CHECK(hit->mapped());
+    CHECK(reinterpret_cast<std::uintptr_t>(hit->data()) % 64 == 0);  // format 1.2: the cubin starts aligned
+    CHECK(*hit == big);
+    CHECK(mappings_of(path) == 1);
+    // Evicted (unlinked) and the layer gone while the SASS is in use: the bytes stay.
+    REQUIRE(::unlink(path.c_str()) == 0);
+    d.reset();
+    CHECK(*hit == big);
+  }
+  CHECK(mappings_of(path) == 0);  // released with the last reference
+  d = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+  REQUIRE(d->write(a, fatpack::core::byte_span(big), why) == 0);
+  // An entry small enough for the front read is copied out of it, not mapped.
+  REQUIRE(d->write(small, fatpack::core::byte_span(cubin90()), why) == 0);
+  auto s = d->read_exact(small, 90);
+  REQUIRE(s.has_value());
+  CHECK_FALSE(s->mapped());
+  CHECK(*s == cubin90());
+  SUBCASE("a file system that cannot map it: read instead, silently") {
+    faulty_fs ffs;
+    ffs.fail["map_read"] = ENODEV;
+    auto hit = d->read_exact(a, 90);
+    REQUIRE(hit.has_value());
+    CHECK_FALSE(hit->mapped());
+    CHECK(*hit == big);
+    CHECK(stats().io_errors.load() == io0);
+  }
+  SUBCASE("a layer that must not map (a network file system): read") {
+    auto nomap = cache_dir::open(root, false, 0, "user", false, entry_codec::stored, /*map_reads=*/false);
+    auto hit = nomap->read_exact(a, 90);
+    REQUIRE(hit.has_value());
+    CHECK_FALSE(hit->mapped());
+    CHECK(*hit == big);
+    faulty_fs ffs;
+    ffs.network = true;
+    const dir_verdict v = prepare_user_dir(root, false);
+    CHECK(v.network);
+    CHECK(v.access == dir_access::read_only);
+  }
+  SUBCASE("an entry of format 1.1 (cubin not aligned): read, and served") {
+    std::vector<std::uint8_t> file = read_file(path);
+    entry_header h;
+    REQUIRE_FALSE(parse_header(fatpack::core::byte_span(file.data(), file.size()), file.size(), h).has_value());
+    REQUIRE(h.header_size > entry_header_size);  // padded: the texts of key_for() are not a multiple of 64
+    file.erase(file.begin() + entry_header_size, file.begin() + h.header_size);
+    const std::uint32_t hs = entry_header_size;
+    std::memcpy(file.data() + 12, &hs, 4);
+    file[10] = 1;  // minor 1
+    const std::uint64_t sum = XXH3_64bits(file.data(), 120);
+    std::memcpy(file.data() + 120, &sum, 8);
+    fatpack_test::write_file(path, file);
+    auto hit = d->read_exact(a, 90);
+    REQUIRE(hit.has_value());
+    CHECK_FALSE(hit->mapped());
+    CHECK(*hit == big);
+  }
 }
 
 TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlink: never served, removed") {
@@ -943,7 +1033,7 @@ TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owne
     CHECK(v.warning.find("owned by uid") != std::string::npos);
     // Entries owned by another user are not served either.
     auto d = cache_dir::open(root, false, 0, "x", false);
-    std::vector<std::uint8_t> cubin;
+    sass_bytes cubin;
     entry_header h;
     std::string drv, problem;
     ffs.fake_euid = 0xFFFFFFFF;
@@ -1412,6 +1502,44 @@ TEST_CASE("a prebuilt layer's index is copied, not mapped: truncating it under a
   // The per-user cache still maps its own index (created by rename, never truncated).
   auto own = cache_dir::open(root, true, 1ull << 30, "user", false);
   CHECK(own->index());  // the truncated file is rebuilt
+}
+
+TEST_CASE("a prebuilt layer's large entry is read, not mapped: `cp` over it under a running process is no SIGBUS") {
+  // The per-user cache maps a large stored cubin (its files are only ever replaced by rename); a
+  // prebuilt layer's files are someone else's, rewritten in place by `cp` (which truncates first):
+  // a mapping of one would fault when the driver reads it.
+  auto big = cubin90();
+  big.resize(max_entry_front + 100 * 1024, 0);
+  const full_key k = make_full_key(key_for(601));
+  const std::string root = fresh("prebuilt-big");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  {
+    auto w = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+    std::string why;
+    REQUIRE(w->write(k, fatpack::core::byte_span(big), why) == 0);
+    auto own = w->read_exact(k, 90);
+    REQUIRE(own.has_value());
+    CHECK(own->mapped());  // the same file, as the per-user cache: mapped
+  }
+  REQUIRE(std::system(("chmod -R go-w '" + root + "'").c_str()) == 0);
+  config cfg = cfg_for(fresh("prebuilt-big-user"));
+  cfg.prebuilt = {root};
+  auto c = disk_cache::create(cfg);
+  const std::string path = cache_dir::open(root, false, 0, "probe", true)->entry_path(k);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto hit = c->find(key_for(601), false);
+    if (!hit || hit->where.find("prebuilt") == std::string::npos) ::_exit(2);
+    if (hit->sass.mapped()) ::_exit(3);
+    if (::truncate(path.c_str(), 0) != 0) ::_exit(4);  // `cp` over it, as its owner would
+    ::_exit(hit->sass == big ? 0 : 5);                // every byte read after the truncate
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(st));
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
 }
 
 namespace {

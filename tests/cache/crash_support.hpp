@@ -86,7 +86,7 @@ inline const std::string& work_dir() {
   return dir;
 }
 
-inline bool same(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) { return a == b; }
+inline bool same(const fatpack::detail::sass_bytes& a, const std::vector<std::uint8_t>& b) { return a == b; }
 
 // Exit codes of checking children.
 inline constexpr int exit_ok = 0, exit_wrong = 71, exit_needs_repair = 72, exit_temp = 73, exit_prebuilt = 74,

@@ -30,13 +30,14 @@ using fatpack::detail::cache::open_mode;
 
 enum class op : int {
   open_read, open_new, open_rw, close, pread, pwrite, allocate, fstat, stat, mkdir, chmod, rename, unlink, rmdir,
-  list_dir, try_flock, try_byte_lock, byte_unlock, network_fs, count_
+  list_dir, try_flock, try_byte_lock, byte_unlock, network_fs, map_read, count_
 };
 
 inline const char* op_name(op o) {
   static const char* const n[] = {"open(read)", "open(create_new)", "open(read_write)", "close", "pread", "pwrite",
                                   "allocate", "fstat", "stat", "mkdir", "chmod", "rename", "unlink", "rmdir",
-                                  "list_dir", "try_flock", "try_byte_lock", "byte_unlock", "network_fs"};
+                                  "list_dir", "try_flock", "try_byte_lock", "byte_unlock", "network_fs",
+                                  "map_read"};
   return n[static_cast<int>(o)];
 }
 
@@ -131,6 +132,9 @@ class fault_fs final : public fs {
   }
   int allocate(int fd, std::uint64_t n) override { return run(op::allocate, FAULT_FS_RA(), [&] { return real.allocate(fd, n); }, [] {}); }
   int fstat(int fd, file_stat& st) override { return run(op::fstat, FAULT_FS_RA(), [&] { return real.fstat(fd, st); }, [] {}); }
+  int map_read(int fd, std::uint64_t n, const void*& a) override {
+    return run(op::map_read, FAULT_FS_RA(), [&] { return real.map_read(fd, n, a); }, [] {});
+  }
   int stat(const std::string& p, file_stat& st) override { return run(op::stat, FAULT_FS_RA(), [&] { return real.stat(p, st); }, [] {}); }
   int mkdir(const std::string& p, std::uint32_t m) override { return run(op::mkdir, FAULT_FS_RA(), [&] { return real.mkdir(p, m); }, [] {}); }
   int chmod(const std::string& p, std::uint32_t m) override { return run(op::chmod, FAULT_FS_RA(), [&] { return real.chmod(p, m); }, [] {}); }

@@ -106,7 +106,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     // codec none: the raw bytes are the payload, copied once into the package below (registry's
     // add_image packs every fatpack::compile result this way, on the hit path).
     if (options.codec != codec::none) {
-      auto payload = compress(options.codec, options.level, p.block_size, byte_span(e.raw));
+      auto payload = compress(options.codec, options.level, p.block_size, e.bytes());
       if (!payload) return make_error(payload.error().reason, e.origin + ": " + payload.error().message);
       p.payload = std::move(payload).value();
     }
@@ -141,7 +141,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
       const std::string bytes = detail::encode_piece_plan(e.plan);
       piece_plan check;
       const std::vector<std::string_view> names(e.kernels.begin(), e.kernels.end());
-      if (std::string bad = detail::decode_piece_plan(bytes, e.raw.size(), names, check); !bad.empty())
+      if (std::string bad = detail::decode_piece_plan(bytes, e.bytes().size, names, check); !bad.empty())
         return make_error(errc::invalid_argument, e.origin + ": " + bad);
       auto pr = strings.add(bytes);
       if (!pr) return std::move(pr).error();
@@ -155,7 +155,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   const std::uint64_t string_size = strings.bytes().size();
   std::uint64_t pos = align_up(string_offset + string_size, payload_alignment);
   auto stored_of = [&](std::size_t i) {
-    return options.codec == codec::none ? byte_span(entries[i].raw) : byte_span(prep[i].payload);
+    return options.codec == codec::none ? entries[i].bytes() : byte_span(prep[i].payload);
   };
   std::vector<std::uint64_t> payload_offsets(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -193,9 +193,9 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put32(r + e_toolkit, e.toolkit_version);
     put64(r + e_payload_offset, payload_offsets[i]);
     const byte_span stored = stored_of(i);
-    const std::uint64_t raw_hash = xxh3(byte_span(e.raw));
+    const std::uint64_t raw_hash = xxh3(e.bytes());
     put64(r + e_stored_size, stored.size);
-    put64(r + e_raw_size, e.raw.size());
+    put64(r + e_raw_size, e.bytes().size);
     put64(r + e_raw_xxh3, raw_hash);
     put64(r + e_stored_xxh3, options.codec == codec::none ? raw_hash : xxh3(stored));  // none: the same bytes
     put32(r + e_block_size, p.block_size);

@@ -85,28 +85,9 @@ input_kind detect_input(byte_span bytes) {
   return input_kind::unknown;
 }
 
-result<std::vector<entry_input>> import_input(std::vector<std::uint8_t>&& bytes, std::string_view source,
-                                              const std::string& module_name) {
-  const byte_span view(bytes.data(), bytes.size());
-  if (detect_input(view) != input_kind::cubin) return import_input(view, source, module_name);
-  // The copying version's cubin case, with the bytes moved in instead of copied.
-  auto ci = parse_cubin(view, source);
-  if (!ci) return std::move(ci).error();
-  if (ci->relocatable) return relocatable_cubin_error(*ci, std::string(source));
-  entry_input e;
-  e.target = ci->target;
-  e.toolkit_version = ci->toolkit_version;
-  e.kernels = std::move(ci->kernels);
-  e.origin = std::string(source);
-  if (status st = check_known_sass(e, e.origin); !st) return st.error();
-  e.module_name = module_name;
-  e.raw = std::move(bytes);
-  std::vector<entry_input> out;
-  out.push_back(std::move(e));
-  return out;
-}
-
-result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name) {
+result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name,
+                                              input_bytes how) {
+  const bool borrow = how == input_bytes::borrow;
   const std::string src(source);
   std::vector<entry_input> out;
   switch (detect_input(bytes)) {
@@ -118,7 +99,10 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
       e.target = ci->target;
       e.toolkit_version = ci->toolkit_version;
       e.kernels = std::move(ci->kernels);
-      e.raw.assign(bytes.begin(), bytes.end());
+      if (borrow)
+        e.borrowed = bytes;
+      else
+        e.raw.assign(bytes.begin(), bytes.end());
       e.origin = src;
       out.push_back(std::move(e));
       break;
@@ -134,7 +118,10 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
       e.ptx_isa = pi->isa;
       e.toolkit_version = pi->toolkit_version;
       e.kernels = std::move(pi->kernels);
-      e.raw.assign(text.begin(), text.end());
+      if (borrow)
+        e.borrowed = text;
+      else
+        e.raw.assign(text.begin(), text.end());
       e.origin = src;
       out.push_back(std::move(e));
       break;
@@ -168,7 +155,7 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
     if (!st) return st.error();
     e.module_name = module_name;
     // Kernel-granular JIT: how the runtime compiles this PTX piece by piece (docs/format.md §4.2).
-    if (e.target.kind == entry_kind::ptx) e.plan = make_piece_plan(byte_span(e.raw), e.kernels, e.origin);
+    if (e.target.kind == entry_kind::ptx) e.plan = make_piece_plan(e.bytes(), e.kernels, e.origin);
   }
   return out;
 }

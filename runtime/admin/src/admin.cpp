@@ -160,7 +160,7 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   if (ck.hash != slot.code || dk.hash != slot.driver)
     return "entry holds another key than its file name says (" + ct + ")";
   expected_key want{&ck, &dk, 0};
-  std::vector<std::uint8_t> cubin;
+  sass_bytes cubin;
   std::string drv;
   read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
   if (s != read_status::ok) return problem.empty() ? "unreadable" : problem;

@@ -141,7 +141,7 @@ detail::jit_key cache_key_of(const std::string& text, std::uint32_t arch) {
 
 // What one architecture's compile produced.
 struct artifact {
-  std::vector<std::uint8_t> code;  // cubin, or PTX
+  detail::sass_bytes code;  // cubin, or PTX; a cache hit's cubin may be a mapping of its entry
   compile_report report;           // the per-architecture part (device fields are set per device)
 };
 
@@ -241,7 +241,7 @@ std::string module_name_of(const std::string& name) {
 }
 
 // The PTX ISA of a PTX text (".version 9.0"), for the error when the driver refuses it.
-std::string ptx_version_of(const std::vector<std::uint8_t>& ptx) {
+std::string ptx_version_of(const detail::sass_bytes& ptx) {
   const std::string_view t(reinterpret_cast<const char*>(ptx.data()), std::min<std::size_t>(ptx.size(), 4096));
   const std::size_t p = t.find(".version ");
   if (p == std::string_view::npos) return "?";
@@ -249,12 +249,12 @@ std::string ptx_version_of(const std::vector<std::uint8_t>& ptx) {
   return std::string(t.substr(p + 9, end == std::string_view::npos ? std::string_view::npos : end - p - 9));
 }
 
-// `a` is taken over: its code goes into the registry's package without a copy (on a hit, a fresh
-// 1 MB buffer less to fault in).
-result<compiled> load_artifact(const compile_request& req, artifact a, const detail::device& dev) {
+// The code is copied once, into the registry's package (add_image borrows it while it packs; on a
+// hit, from the mapping of the cache entry: one fresh 1 MB buffer, not two).
+result<compiled> load_artifact(const compile_request& req, const artifact& a, const detail::device& dev) {
   stopwatch sw;
   compiled c;
-  c.report = std::move(a.report);
+  c.report = a.report;
   c.report.device = dev.ordinal;
   const std::string module = module_name_of(req.name);
   // Named by the source key where there is one (it decides the code: no hash of the cubin on a
@@ -263,9 +263,8 @@ result<compiled> load_artifact(const compile_request& req, artifact a, const det
       "nvrtc:" + module + ":" +
       (c.report.cache_key.size() >= 16 ? c.report.cache_key.substr(0, 16)
                                        : core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size()))));
-  // For the error below: the code is gone once it is registered.
   const std::string ptx_version = c.report.path == compile_path::nvrtc_ptx ? ptx_version_of(a.code) : std::string();
-  if (auto s = detail::registry::instance().add_image(std::move(a.code), module, package); !s) {
+  if (auto s = detail::registry::instance().add_image(a.code.data(), a.code.size(), module, package); !s) {
     error e = s.error();
     e.message = "fatpack::compile: the code NVRTC made for " + c.report.target + " is not loadable: " + e.message;
     return e;
@@ -322,7 +321,7 @@ result<compiled> compile(const compile_request& request, const compile_options& 
   detail::wire_default_cache();
   auto a = build_for_arch(request, options, dev.value()->arch);
   if (!a) return std::move(a).error();
-  return load_artifact(request, std::move(a.value()), *dev.value());
+  return load_artifact(request, a.value(), *dev.value());
 }
 
 std::vector<result<compiled>> compile_for_devices(const compile_request& request, const std::vector<int>& devices) {
@@ -361,7 +360,7 @@ std::vector<result<compiled>> compile_for_devices(const compile_request& request
     const std::size_t i = static_cast<std::size_t>(std::find(archs.begin(), archs.end(), d->arch) - archs.begin());
     const result<artifact>& a = *built[i];
     if (!a) out.emplace_back(a.error());
-    else out.push_back(load_artifact(request, a.value(), *d));  // a copy: devices of one architecture share it
+    else out.push_back(load_artifact(request, a.value(), *d));  // devices of one architecture share it
   }
   return out;
 }

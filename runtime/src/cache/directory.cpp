@@ -67,6 +67,7 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
     }
   }
   if (f.network_fs(fmt)) {
+    v.network = true;
     v.access = dir_access::read_only;
     v.warning = fmt + " is on a network file system (locks and shared mappings are unreliable there): the JIT "
                       "cache is used read-only";

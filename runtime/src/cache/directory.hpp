@@ -18,6 +18,9 @@ enum class dir_access { read_write, read_only, refused };
 struct dir_verdict {
   dir_access access = dir_access::refused;
   std::string warning;  // empty when there is nothing to say
+  // On a network file system: the per-user cache's entries are read, never mapped (a file another
+  // host replaces or removes under a mapping faults on access).
+  bool network = false;
 };
 
 // For the per-user cache at `root`: creates it (0700) unless read_only_wanted; checks ownership and

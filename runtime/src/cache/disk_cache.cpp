@@ -33,7 +33,7 @@ std::shared_ptr<disk_cache> disk_cache::create(const config& cfg) {
   if (!v.warning.empty()) c->warn_once("user dir", "JIT cache: " + v.warning);
   if (v.access != dir_access::refused) {
     const bool rw = v.access == dir_access::read_write;
-    c->user_ = cache_dir::open(cfg.path, rw, cfg.max_bytes, "user", false, cfg.codec);
+    c->user_ = cache_dir::open(cfg.path, rw, cfg.max_bytes, "user", false, cfg.codec, !v.network);
     c->user_writable_ = rw;
   }
   log_line(log_level::debug, "JIT cache: " + (cfg.path.empty() ? std::string("(no directory)") : cfg.path) + " " +
@@ -58,7 +58,9 @@ status disk_cache::add_prebuilt(const std::string& dir) {
   std::lock_guard<std::mutex> g(mu_);
   for (const auto& p : prebuilt_)
     if (p->root() == dir) return {};
-  prebuilt_.push_back(cache_dir::open(dir, false, 0, "prebuilt " + dir, true));
+  // Read, never mapped: a prebuilt layer is someone else's files, which may be rewritten in place
+  // (`cp` over an entry truncates it first), and a mapping of a shrunk file faults (SIGBUS).
+  prebuilt_.push_back(cache_dir::open(dir, false, 0, "prebuilt " + dir, true, entry_codec::stored, false));
   return {};
 }
 

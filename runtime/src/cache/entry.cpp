@@ -86,15 +86,24 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
     payload = core::byte_span(packed.data(), packed.size());
   }
   const std::size_t texts = key.code.text.size() + key.driver.text.size();
-  std::vector<std::uint8_t> out(entry_header_size + texts + payload.size);
+  // A stored cubin starts at a multiple of 64 bytes (format 1.2): zero bytes extend the header (which
+  // every 1.x reader skips: header_size says where the texts start), so a reader that maps the file
+  // hands the driver an aligned cubin. Unpadded where the padding would push the texts past the front
+  // that readers read in one go (max_entry_front): such texts do not occur in practice.
+  std::size_t header = entry_header_size;
+  if (codec == entry_codec::stored) {
+    const std::size_t pad = (64 - (entry_header_size + texts) % 64) % 64;
+    if (entry_header_size + pad + texts <= max_entry_front) header += pad;
+  }
+  std::vector<std::uint8_t> out(header + texts + payload.size);
   const std::size_t n = payload.size;
-  std::memcpy(out.data() + entry_header_size + texts, payload.data, n);
-  const std::uint8_t* stored = out.data() + entry_header_size + texts;
+  std::memcpy(out.data() + header + texts, payload.data, n);
+  const std::uint8_t* stored = out.data() + header + texts;
   std::uint8_t* h = out.data();
   std::memcpy(h, magic, 8);
   put<std::uint16_t>(h, 8, format_major);
   put<std::uint16_t>(h, 10, format_minor);
-  put<std::uint32_t>(h, 12, static_cast<std::uint32_t>(entry_header_size));
+  put<std::uint32_t>(h, 12, static_cast<std::uint32_t>(header));
   put<std::uint32_t>(h, 16, static_cast<std::uint32_t>(codec));
   put<std::uint32_t>(h, 20, static_cast<std::uint32_t>(key.code.text.size()));
   put<std::uint32_t>(h, 24, static_cast<std::uint32_t>(key.driver.text.size()));
@@ -109,8 +118,8 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
   put<std::int64_t>(h, 88, created_unix_ns);
   put<std::uint32_t>(h, 96, codec == entry_codec::lz4 ? block_size : 0);
   put<std::uint64_t>(h, hash_offset, XXH3_64bits(h, hash_offset));
-  std::memcpy(h + entry_header_size, key.code.text.data(), key.code.text.size());
-  std::memcpy(h + entry_header_size + key.code.text.size(), key.driver.text.data(), key.driver.text.size());
+  std::memcpy(h + header, key.code.text.data(), key.code.text.size());
+  std::memcpy(h + header + key.code.text.size(), key.driver.text.data(), key.driver.text.size());
   return out;
 }
 
@@ -125,8 +134,10 @@ std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_si
   if (h.major != format_major)
     return "entry format " + std::to_string(h.major) + "." + std::to_string(h.minor) + ", this runtime reads " +
            std::to_string(format_major) + ".x";
-  // A later minor may extend the header; this reader checks the fields it knows.
-  if (h.header_size < entry_header_size || h.header_size > b.size)
+  // A later minor may extend the header (1.2 pads it to align a stored cubin); this reader checks
+  // the fields it knows, all in the first entry_header_size bytes: a reader of the header alone (the
+  // index rebuild) needs no more. Whoever reads the texts checks it has them (check_front).
+  if (h.header_size < entry_header_size || h.header_size > file_size)
     return "header size " + std::to_string(h.header_size) + " out of range";
   if (get<std::uint64_t>(p, hash_offset) != XXH3_64bits(p, hash_offset)) return std::string("header checksum mismatch");
   h.flags = get<std::uint32_t>(p, 16);
@@ -167,6 +178,11 @@ std::optional<std::string> check_front(core::byte_span front, std::uint64_t file
                                        entry_header& h, std::string& driver_text) {
   if (auto bad = parse_header(front, file_size, h)) return bad;
   if (front.size < h.payload_offset()) return std::string("key texts past the bytes read");
+  // Up to this reader's minor, the header's bytes past its fields are the zero padding that aligns a
+  // stored cubin (1.2); a later minor may give them meaning, and is not held to it.
+  if (h.minor <= format_minor)
+    for (std::size_t i = entry_header_size; i < h.header_size; ++i)
+      if (front.data[i] != 0) return std::string("header padding is not zero");
   const std::uint8_t* p = front.data + h.header_size;
   const std::string code_text(reinterpret_cast<const char*>(p), h.code_text_size);
   driver_text.assign(reinterpret_cast<const char*>(p + h.code_text_size), h.driver_text_size);

@@ -6,7 +6,8 @@
 // Conventions: calls return 0 or an errno value (never throw); paths are absolute; every open through
 // this seam is O_CLOEXEC | O_NOFOLLOW, so its descriptors never leak into a child the JIT may spawn
 // and a symlink planted in the cache is never followed. The index is opened through this seam too and
-// then mmap-ed (index.cpp; the descriptor is closed once the mapping exists); the directory locks
+// then mmap-ed (index.cpp; the descriptor is closed once the mapping exists), and a large stored
+// entry is mapped through map_read (store.cpp) instead of read; the directory locks
 // (index.lock, evict.lock) are open-file-description locks on descriptors opened here (locks.cpp).
 #pragma once
 
@@ -49,6 +50,11 @@ class fs {
   // EOPNOTSUPP/EINVAL where the file system cannot (callers go on).
   virtual int allocate(int fd, std::uint64_t size) = 0;
   virtual int fstat(int fd, file_stat& st) = 0;
+  // Maps the first `size` bytes of an open regular file read-only and private: 0 and `addr`, or an
+  // errno (a file system that cannot map: the caller reads instead). Released with unmap_file,
+  // which goes to the OS directly: a mapping may outlive the seam that made it (the JIT service
+  // keeps a hit's SASS for the process).
+  virtual int map_read(int fd, std::uint64_t size, const void*& addr) = 0;
   // lstat (a symlink is neither regular nor a directory).
   virtual int stat(const std::string& path, file_stat& st) = 0;
   virtual int mkdir(const std::string& path, std::uint32_t mode) = 0;  // EEXIST when it exists
@@ -84,6 +90,39 @@ class fs {
 fs& current_fs();
 void set_fs_for_testing(fs* f);
 fs& posix_fs();
+
+// Releases a map_read mapping (munmap).
+void unmap_file(const void* addr, std::uint64_t size) noexcept;
+
+// A map_read mapping, released on destruction; move-only.
+class mapped_file {
+ public:
+  mapped_file() = default;
+  mapped_file(const void* addr, std::uint64_t size) : addr_(addr), size_(size) {}
+  mapped_file(mapped_file&& o) noexcept : addr_(o.addr_), size_(o.size_) { o.addr_ = nullptr; }
+  mapped_file& operator=(mapped_file&& o) noexcept {
+    if (this != &o) {
+      reset();
+      addr_ = o.addr_;
+      size_ = o.size_;
+      o.addr_ = nullptr;
+    }
+    return *this;
+  }
+  mapped_file(const mapped_file&) = delete;
+  mapped_file& operator=(const mapped_file&) = delete;
+  ~mapped_file() { reset(); }
+  const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(addr_); }
+  std::uint64_t size() const { return size_; }
+
+ private:
+  void reset() noexcept {
+    if (addr_) unmap_file(addr_, size_);
+    addr_ = nullptr;
+  }
+  const void* addr_ = nullptr;
+  std::uint64_t size_ = 0;
+};
 
 // Helpers over current_fs().
 // Reads a whole small file (at most `limit` bytes).

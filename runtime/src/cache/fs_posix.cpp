@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <sys/auxv.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -89,6 +90,13 @@ class posix final : public fs {
     struct stat s{};
     if (::fstat(fd, &s) != 0) return errno;
     fill(s, st);
+    return 0;
+  }
+  int map_read(int fd, std::uint64_t size, const void*& addr) override {
+    if (size == 0 || size > static_cast<std::uint64_t>(SIZE_MAX)) return EINVAL;
+    void* p = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) return errno;
+    addr = p;
     return 0;
   }
   int stat(const std::string& path, file_stat& st) override {
@@ -194,6 +202,10 @@ class posix final : public fs {
 fs* g_override = nullptr;
 
 }  // namespace
+
+void unmap_file(const void* addr, std::uint64_t size) noexcept {
+  if (addr) ::munmap(const_cast<void*>(addr), static_cast<std::size_t>(size));
+}
 
 fs& posix_fs() {
   static posix* p = new posix();

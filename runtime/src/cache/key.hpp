@@ -19,7 +19,7 @@
 namespace fatpack::detail::cache {
 
 inline constexpr std::uint16_t format_major = 1;  // also in the directory name (v1/)
-inline constexpr std::uint16_t format_minor = 1;  // 1.1: stored entries (codec 0)
+inline constexpr std::uint16_t format_minor = 2;  // 1.1: stored entries (codec 0); 1.2: stored cubins 64-byte aligned
 
 struct code_key {
   std::array<std::uint8_t, 16> hash{};  // XXH3-128 of text, big-endian (high 64 bits first)

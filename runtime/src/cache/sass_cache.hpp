@@ -16,6 +16,7 @@
 #include "fatpack/core/target.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,12 +48,41 @@ struct jit_key {
   std::string str() const;
 };
 
+// SASS bytes: owned, or a view into memory that `keep` holds (a large stored cache entry is mapped
+// read-only instead of read into a fresh buffer: no copy, and no page of new memory to fault in).
+class sass_bytes {
+ public:
+  sass_bytes() = default;
+  sass_bytes(std::vector<std::uint8_t> owned) : owned_(std::move(owned)) {}  // NOLINT: a vector is SASS bytes
+  sass_bytes(std::shared_ptr<const void> keep, core::byte_span view) : keep_(std::move(keep)), view_(view) {}
+  const std::uint8_t* data() const { return keep_ ? view_.data : owned_.data(); }
+  std::size_t size() const { return keep_ ? view_.size : owned_.size(); }
+  bool empty() const { return size() == 0; }
+  core::byte_span span() const { return core::byte_span(data(), size()); }
+  bool mapped() const { return keep_ != nullptr; }
+  // The bytes as a vector: moved out when owned, copied from a view.
+  std::vector<std::uint8_t> take() && {
+    if (!keep_) return std::move(owned_);
+    return std::vector<std::uint8_t>(view_.data, view_.data + view_.size);
+  }
+  bool operator==(const sass_bytes& o) const { return equal(o.data(), o.size()); }
+  bool operator!=(const sass_bytes& o) const { return !(*this == o); }
+  bool operator==(const std::vector<std::uint8_t>& v) const { return equal(v.data(), v.size()); }
+  bool operator!=(const std::vector<std::uint8_t>& v) const { return !(*this == v); }
+
+ private:
+  bool equal(const std::uint8_t* p, std::size_t n) const { return n == size() && (n == 0 || std::memcmp(p, data(), n) == 0); }
+  std::vector<std::uint8_t> owned_;
+  std::shared_ptr<const void> keep_;
+  core::byte_span view_;
+};
+
 // A cache hit. `exact`: built by this very driver. Otherwise an entry with the same code key that
 // another driver built (an older driver on this machine, or a cache prebuilt elsewhere with
 // `fatpack warm --target`): valid SASS for this GPU, used at once; the JIT service then re-JITs it
 // for this driver in the background (when refresh_other_driver() says so).
 struct cache_hit {
-  std::vector<std::uint8_t> sass;
+  sass_bytes sass;
   bool exact = true;
   std::string where;  // the layer: "user", "prebuilt /opt/app/jit-cache"
 };

@@ -41,7 +41,7 @@ void cache_dir::io_problem(const std::string& what, const std::string& path, int
 }
 
 std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writable, std::uint64_t max_bytes,
-                                           std::string label, bool prebuilt, entry_codec codec) {
+                                           std::string label, bool prebuilt, entry_codec codec, bool map_reads) {
   std::shared_ptr<cache_dir> d(new cache_dir());
   d->root_ = root;
   d->dir_ = root + "/v1";
@@ -50,6 +50,7 @@ std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writabl
   d->max_bytes_ = max_bytes;
   d->label_ = std::move(label);
   d->codec_ = codec;
+  d->map_reads_ = map_reads;
   return d;
 }
 
@@ -67,7 +68,7 @@ std::string cache_dir::entry_path(const full_key& k) const { return entry_path(k
 
 std::uint64_t cache_dir::lock_hash(const full_key& k) { return k.code.lo64() ^ (k.driver.hash * 0x9E3779B97F4A7C15ull); }
 
-read_status cache_dir::read_entry(const std::string& path, const expected_key& want, std::vector<std::uint8_t>& cubin,
+read_status cache_dir::read_entry(const std::string& path, const expected_key& want, sass_bytes& cubin,
                                   entry_header& h, std::string& driver_text, std::string& problem) {
   fs& f = current_fs();
   int fd = -1;
@@ -99,9 +100,11 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     problem = "size " + std::to_string(st.size) + " is not an entry's";
     return read_status::invalid;
   }
-  // A stored entry (codec 0) is read in two parts: the header and key texts, then the cubin straight
-  // into the buffer the driver will load (no decoding, no copy). An LZ4 entry is read whole.
-  std::vector<std::uint8_t> bytes;
+  // A stored entry (codec 0) is read in two parts: the header and key texts, then the cubin: mapped
+  // where it starts 64-byte aligned (format 1.2 writers pad the header so it does), else read into
+  // the buffer the driver will load. No decoding, no copy. An LZ4 entry is read whole.
+  std::vector<std::uint8_t> bytes, stored;
+  std::shared_ptr<mapped_file> mapping;
   std::uint64_t asked = 0, got = 0;  // bytes asked of pread and bytes it gave, for the short-read check
   const bool fstat_failed = e != 0;
   // pread at `off` into `to`, adding to asked/got; the error code.
@@ -123,8 +126,19 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     // The front only: enough for the header and the texts of any valid entry.
     bad = check_front(core::byte_span(bytes.data(), bytes.size()), st.size, want, h, driver_text);
     if (!bad && h.codec() == entry_codec::stored) {
-      cubin.assign(static_cast<std::size_t>(h.cubin_size), 0);
-      e = read_at(cubin.data(), cubin.size(), h.payload_offset());
+      // Mapped, the cubin's pages are the page cache's: nothing is copied and no fresh memory is
+      // faulted in (a 1 MB cubin: 256 zero-filled pages and a copy saved). Only in the per-user
+      // cache (map_reads_): its entries are this user's files, published by rename, removed by
+      // unlink and never rewritten in place, so a mapping never loses its pages (docs/cache.md §3).
+      const void* addr = nullptr;
+      if (map_reads_ && h.payload_offset() % 64 == 0 && f.map_read(fd, st.size, addr) == 0) {
+        mapping = std::make_shared<mapped_file>(addr, st.size);
+        got += h.payload_size;
+        asked += h.payload_size;
+      } else {
+        stored.resize(static_cast<std::size_t>(h.cubin_size));
+        e = read_at(stored.data(), stored.size(), h.payload_offset());
+      }
     } else if (!bad) {
       const std::size_t front = bytes.size();
       bytes.resize(static_cast<std::size_t>(st.size));
@@ -151,22 +165,28 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     problem = *bad;
     return read_status::invalid;
   }
-  if (!whole) {  // a stored entry's cubin, read on its own
-    if ((bad = check_stored_cubin(h, core::byte_span(cubin.data(), cubin.size()), want))) {
+  if (!whole) {  // a stored entry's cubin, mapped or read on its own
+    const core::byte_span view = mapping ? core::byte_span(mapping->data() + h.payload_offset(), h.payload_size)
+                                         : core::byte_span(stored.data(), stored.size());
+    if ((bad = check_stored_cubin(h, view, want))) {
       problem = *bad;
       return read_status::invalid;
     }
+    if (mapping)
+      cubin = sass_bytes(std::move(mapping), view);
+    else
+      cubin = sass_bytes(std::move(stored));
     return read_status::ok;
   }
   auto c = decode_entry(core::byte_span(bytes.data(), bytes.size()), want, h, driver_text, problem);
   if (!c) return read_status::invalid;
-  cubin = std::move(*c);
+  cubin = sass_bytes(std::move(*c));
   return read_status::ok;
 }
 
-std::optional<std::vector<std::uint8_t>> cache_dir::read_exact(const full_key& k, std::uint32_t target_arch) {
+std::optional<sass_bytes> cache_dir::read_exact(const full_key& k, std::uint32_t target_arch) {
   expected_key want{&k.code, &k.driver, target_arch};
-  std::vector<std::uint8_t> cubin;
+  sass_bytes cubin;
   entry_header h;
   std::string drv, problem;
   const std::string path = entry_path(k);
@@ -191,8 +211,8 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_exact(const full_key& k
   return std::nullopt;
 }
 
-std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full_key& k, std::uint32_t target_arch,
-                                                                      std::string& from) {
+std::optional<sass_bytes> cache_dir::read_other_driver(const full_key& k, std::uint32_t target_arch,
+                                                       std::string& from) {
   // Candidates: the index's slots for this code key, else the names in its fan-out directory.
   std::vector<index_slot> cands;
   if (auto idx = index(/*may_rebuild=*/false)) {
@@ -213,7 +233,7 @@ std::optional<std::vector<std::uint8_t>> cache_dir::read_other_driver(const full
   expected_key want{&k.code, nullptr, target_arch};
   for (const auto& c : cands) {
     if (c.driver == k.driver.hash) continue;  // the exact entry was tried already
-    std::vector<std::uint8_t> cubin;
+    sass_bytes cubin;
     entry_header h;
     std::string problem;
     const std::string path = entry_path(c.code, c.driver);
@@ -341,7 +361,7 @@ void cache_dir::quarantine(const full_key& k, std::uint32_t target_arch) {
     return;
   }
   expected_key want{&k.code, &k.driver, target_arch};
-  std::vector<std::uint8_t> cubin;
+  sass_bytes cubin;
   entry_header h;
   std::string drv, problem;
   if (read_entry(path, want, cubin, h, drv, problem) != read_status::invalid) return;

@@ -19,6 +19,7 @@
 #include "cache/index.hpp"
 #include "cache/key.hpp"
 #include "cache/locks.hpp"
+#include "cache/sass_cache.hpp"
 
 #include <functional>
 #include <memory>
@@ -36,9 +37,13 @@ class cache_dir {
  public:
   // `root` is the cache root (the directory that holds v1/); the caller applied the directory policy
   // (directory.hpp). `label` names the layer in logs ("user", "prebuilt /opt/app/cache").
-  // `codec`: how write() stores cubins (docs/cache.md §3); reads take either.
+  // `codec`: how write() stores cubins (docs/cache.md §3); reads take either. `map_reads`: a large
+  // stored cubin is mapped rather than read; only for a directory whose files nobody rewrites in
+  // place (the per-user cache, not on a network file system: a mapping of a file another host
+  // replaces, or of a prebuilt file someone copies over, faults when it shrinks).
   static std::shared_ptr<cache_dir> open(const std::string& root, bool writable, std::uint64_t max_bytes,
-                                         std::string label, bool prebuilt, entry_codec codec = entry_codec::stored);
+                                         std::string label, bool prebuilt, entry_codec codec = entry_codec::stored,
+                                         bool map_reads = true);
 
   const std::string& root() const { return root_; }
   const std::string& dir() const { return dir_; }  // root/v1
@@ -55,14 +60,13 @@ class cache_dir {
   static std::uint64_t lock_hash(const full_key& k);
 
   // Reads and validates one entry file.
-  read_status read_entry(const std::string& path, const expected_key& want, std::vector<std::uint8_t>& cubin,
-                         entry_header& h, std::string& driver_text, std::string& problem);
+  read_status read_entry(const std::string& path, const expected_key& want, sass_bytes& cubin, entry_header& h,
+                         std::string& driver_text, std::string& problem);
   // The entry for exactly this key.
-  std::optional<std::vector<std::uint8_t>> read_exact(const full_key& k, std::uint32_t target_arch);
+  std::optional<sass_bytes> read_exact(const full_key& k, std::uint32_t target_arch);
   // An entry with this code key from another driver (most recently used first); `from` gets its
   // driver text.
-  std::optional<std::vector<std::uint8_t>> read_other_driver(const full_key& k, std::uint32_t target_arch,
-                                                             std::string& from);
+  std::optional<sass_bytes> read_other_driver(const full_key& k, std::uint32_t target_arch, std::string& from);
   bool entry_exists(const full_key& k);
 
   // Publishes an entry: temp file in the fan-out directory, posix_fallocate, write, rename; then the
@@ -111,6 +115,7 @@ class cache_dir {
   std::string root_, dir_, label_;
   bool writable_ = false, prebuilt_ = false;
   entry_codec codec_ = entry_codec::stored;
+  bool map_reads_ = true;
   std::uint64_t max_bytes_ = 0;
   std::mutex mu_;  // guards index_ and the lock pointers
   std::shared_ptr<index_file> index_;

@@ -420,7 +420,7 @@ bool jit_service::flush_at_exit(long timeout_ms) {
 }
 
 void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
-                          std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard) {
+                          std::shared_ptr<const sass_bytes> sass, std::unique_ptr<compile_guard> guard) {
   at_exit_flush();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -531,7 +531,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
     auto hit = cache->lookup(key);
     if (!hit) return false;
     jit_result jr;
-    jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(hit->sass));
+    jr.sass = std::make_shared<const sass_bytes>(std::move(hit->sass));
     jr.reused = jr.from_cache = true;
     jr.path = key.backend + " (cache " + hit->where + (hit->exact ? "" : ", other driver") + ")";
     (hit->exact ? counters_.hits_exact : counters_.hits_other_driver)++;
@@ -573,7 +573,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
   count_compile(out->wall_ms);
   jr.jit_ms = out->wall_ms;
   jr.info_log = std::move(out->info_log);
-  jr.sass = std::make_shared<const std::vector<std::uint8_t>>(std::move(out->sass));
+  jr.sass = std::make_shared<const sass_bytes>(std::move(out->sass));
   log_line(log_level::debug, "JIT " + name + " for " + req.dev->identify() + " via " + jr.path + ": " +
                                  std::to_string(jr.jit_ms) + " ms, " + std::to_string(jr.sass->size()) + " bytes of SASS");
   // The store (and the compile lock with it) goes to the pool; the waiters get the SASS now.

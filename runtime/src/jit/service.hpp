@@ -96,7 +96,7 @@ struct jit_counters {
 };
 
 struct jit_result {
-  std::shared_ptr<const std::vector<std::uint8_t>> sass;
+  std::shared_ptr<const sass_bytes> sass;  // a cache hit's may be a mapping of its entry
   std::string info_log;
   double jit_ms = 0;        // the compile's own time (0 when reused)
   double decompress_ms = 0;
@@ -161,7 +161,7 @@ class jit_service {
   // Hands `sass` to the cache on the pool; `guard` (the cross-process compile lock) is released
   // after the store.
   void publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
-               std::shared_ptr<const std::vector<std::uint8_t>> sass, std::unique_ptr<compile_guard> guard);
+               std::shared_ptr<const sass_bytes> sass, std::unique_ptr<compile_guard> guard);
   // Runs `job` on the pool (or, with `store_queue`, on the one-thread store queue), or here when it
   // cannot take the job (no thread could be started).
   void background(std::function<void()> job, bool store_queue = false);

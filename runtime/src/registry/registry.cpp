@@ -376,20 +376,8 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   const std::string module(module_name);
   const std::string source = "image '" + module + "'";
   if (core::detect_input(bytes) == core::input_kind::fatpack_package) return add_memory(data, size, source, ownership::copy);
-  auto entries = core::import_input(bytes, source, module);
-  if (!entries) return from_core(entries.error());
-  return add_imported(std::move(entries.value()), module, package_name);
-}
-
-status registry::add_image(std::vector<std::uint8_t>&& image, std::string_view module_name,
-                           std::string_view package_name) {
-  if (image.empty()) return error{errc::invalid_argument, 0, "add_image: empty buffer", {}};
-  if (module_name.empty()) return error{errc::invalid_argument, 0, "add_image: empty module name", {}};
-  const std::string module(module_name);
-  const std::string source = "image '" + module + "'";
-  if (core::detect_input(core::byte_span(image.data(), image.size())) == core::input_kind::fatpack_package)
-    return add_memory(image.data(), image.size(), source, ownership::copy);
-  auto entries = core::import_input(std::move(image), source, module);
+  // Borrowed, not copied: add_imported packs them before this returns (one copy, into the package).
+  auto entries = core::import_input(bytes, source, module, core::input_bytes::borrow);
   if (!entries) return from_core(entries.error());
   return add_imported(std::move(entries.value()), module, package_name);
 }

@@ -90,9 +90,9 @@ class registry {
 
   status add_file(const std::string& path);
   status add_memory(const void* data, std::size_t size, std::string_view source, ownership own);
+  // A cubin, PTX or nvcc fatbin packed (codec none) into a package of its own; a cubin's or PTX's
+  // bytes are copied once, into that package.
   status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name);
-  // The same for bytes handed over (fatpack::compile's result): a cubin is packed without an extra copy.
-  status add_image(std::vector<std::uint8_t>&& image, std::string_view module_name, std::string_view package_name);
   // Queues an embedded record; parsed on first use. Safe during static initialisation.
   void add_record(const core::registry_record* record);
 

@@ -81,12 +81,11 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
 
 // Dispatches on detect_input(): a cubin or PTX gives one entry, a fatbin all of its entries.
 // module_name defaults to the file's stem. A fatpack package as input is an error (use the package).
-result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name);
-// The same for bytes the caller hands over: a cubin becomes the entry's raw bytes without a copy
-// (a fatpack::compile hit's 1 MB cubin is then one buffer less to fault in); other kinds are copied
-// as above.
-result<std::vector<entry_input>> import_input(std::vector<std::uint8_t>&& bytes, std::string_view source,
-                                              const std::string& module_name);
+// `borrow`: a cubin's or PTX's entry borrows `bytes` (entry_input::borrowed) instead of copying them:
+// for a caller that packs the entries before `bytes` go (add_image). A fatbin's entries are copied.
+enum class input_bytes { copy, borrow };
+result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name,
+                                              input_bytes how = input_bytes::copy);
 
 // The size of an image given, as cuModuleLoadData gets it, without one: a cubin (from its ELF
 // headers), an nvcc fatbin (one container, from its header) or PTX (up to and including its

@@ -21,6 +21,11 @@ struct entry_input {
   std::string options;
   std::vector<std::string> kernels;
   std::vector<std::uint8_t> raw;
+  // Bytes read instead of `raw` when set: borrowed from a caller that packs them at once and keeps
+  // them alive until write_package returns (import_input with input_bytes::borrow: add_image, whose
+  // image is then copied once, into the package, instead of twice).
+  byte_span borrowed;
+  byte_span bytes() const { return borrowed.data ? borrowed : byte_span(raw); }
   std::string origin;  // where it came from ("k.cubin", "app.fatbin: entry 2"), for messages only
   // Link group (docs/format.md §4.1): 0/0 for a standalone entry; part k of n relocatable PTX images
   // that the runtime JIT-links together. A group's parts are given consecutively, in part order.
