@@ -86,7 +86,7 @@ input_kind detect_input(byte_span bytes) {
 }
 
 result<std::vector<entry_input>> import_input(std::vector<std::uint8_t>&& bytes, std::string_view source,
-                                              const std::string& module_name) {
+                                              const std::string& module_name, bool unknown_sass_ok) {
   const byte_span view(bytes.data(), bytes.size());
   if (detect_input(view) != input_kind::cubin) return import_input(view, source, module_name);
   // The copying version's cubin case, with the bytes moved in instead of copied.
@@ -98,7 +98,8 @@ result<std::vector<entry_input>> import_input(std::vector<std::uint8_t>&& bytes,
   e.toolkit_version = ci->toolkit_version;
   e.kernels = std::move(ci->kernels);
   e.origin = std::string(source);
-  if (status st = check_known_sass(e, e.origin); !st) return st.error();
+  if (!unknown_sass_ok)
+    if (status st = check_known_sass(e, e.origin); !st) return st.error();
   e.module_name = module_name;
   e.raw = std::move(bytes);
   std::vector<entry_input> out;

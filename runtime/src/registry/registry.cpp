@@ -389,7 +389,7 @@ status registry::add_image(std::vector<std::uint8_t>&& image, std::string_view m
   const std::string source = "image '" + module + "'";
   if (core::detect_input(core::byte_span(image.data(), image.size())) == core::input_kind::fatpack_package)
     return add_memory(image.data(), image.size(), source, ownership::copy);
-  auto entries = core::import_input(std::move(image), source, module);
+  auto entries = core::import_input(std::move(image), source, module, /*unknown_sass_ok=*/true);
   if (!entries) return from_core(entries.error());
   return add_imported(std::move(entries.value()), module, package_name);
 }

@@ -91,7 +91,9 @@ class registry {
   status add_file(const std::string& path);
   status add_memory(const void* data, std::size_t size, std::string_view source, ownership own);
   status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name);
-  // The same for bytes handed over (fatpack::compile's result): a cubin is packed without an extra copy.
+  // The same for bytes handed over (fatpack::compile's result): a cubin is packed without an extra copy,
+  // and may be for an SM the toolkit's table does not know (the JIT's SASS for a newer GPU, which
+  // fatpack::compile keeps in its source cache; core::import_input's unknown_sass_ok).
   status add_image(std::vector<std::uint8_t>&& image, std::string_view module_name, std::string_view package_name);
   // Queues an embedded record; parsed on first use. Safe during static initialisation.
   void add_record(const core::registry_record* record);

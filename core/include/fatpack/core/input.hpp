@@ -84,9 +84,11 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
 result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name);
 // The same for bytes the caller hands over: a cubin becomes the entry's raw bytes without a copy
 // (a fatpack::compile hit's 1 MB cubin is then one buffer less to fault in); other kinds are copied
-// as above.
+// as above. `unknown_sass_ok`: a cubin for an SM this toolkit's table does not know is taken (code a
+// driver made on this machine: fatpack's JIT output for a GPU newer than the toolkit, which
+// fatpack::compile keeps under its source key), not refused as a package input is.
 result<std::vector<entry_input>> import_input(std::vector<std::uint8_t>&& bytes, std::string_view source,
-                                              const std::string& module_name);
+                                              const std::string& module_name, bool unknown_sass_ok = false);
 
 // The size of an image given, as cuModuleLoadData gets it, without one: a cubin (from its ELF
 // headers), an nvcc fatbin (one container, from its header) or PTX (up to and including its
