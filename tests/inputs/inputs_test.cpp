@@ -653,6 +653,16 @@ TEST_CASE("import_input dispatches on content and names the module") {
     const error sm99 = import_error(data("sm_99.cubin"), "sm_99.cubin");
     CHECK(sm99.reason == errc::unsupported);
     CHECK(sm99.message == "sm_99.cubin: cubin for sm_99, an architecture CUDA 13.0 does not know");
+    // Borrowed bytes are refused the same way, unless the caller says the SASS is a driver's own
+    // (fatpack::compile's JIT output for a GPU newer than this table, docs/nvrtc.md).
+    const bytes sm99_bytes = data("sm_99.cubin");
+    CHECK_FALSE(import_input(byte_span(sm99_bytes), "sm_99.cubin", "m", input_bytes::borrow));
+    for (input_bytes how : {input_bytes::copy, input_bytes::borrow}) {
+      auto own = import_input(byte_span(sm99_bytes), "sm_99.cubin", "m", how, /*unknown_sass_ok=*/true);
+      REQUIRE(own);
+      CHECK(own->size() == 1);
+      CHECK(own->front().target.arch == 99);
+    }
     CHECK(import_error(art("inputs/vadd.lto.fatbin"), "l").reason == errc::unsupported);
     CHECK(import_error(bytes{0xED, 0x43, 0x4E, 0x7F, 1, 2, 3, 4}, "l").reason == errc::unsupported);
     CHECK(import_error(data("shdr_past_end.cubin"), "s.cubin").reason == errc::truncated);

@@ -3,7 +3,8 @@
 // (/proc/self/maps), so the test can tell that a cache hit never loaded it.
 //
 //   nvrtc_probe SOURCE_FILE [--include DIR] [--header NAME=FILE] [--name-expr EXPR] [--kernel QUERY]
-//               [--option OPT] [--all-devices] [--no-cache] [--c-api]
+//               [--option OPT] [--all-devices] [--no-cache] [--c-api] [--twice]
+// --twice: compiles again in the same process after the first compile (one more result line).
 // --c-api: through fatpack_compile (fatpack.h), printing "c_path=<id>" and "c_kernel=<ok|message>".
 // Output: "device=<n> path=<cache hit|NVRTC SASS|NVRTC PTX + JIT> target=<t> stored=<0|1> kernel=<ok|error text>"
 //         or "error=<errc name>: <message>" and "log=<NVRTC log>"; then "threads=<n> hw=<m>" (this
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
   req.name = "probe.cu";
   fatpack::compile_options opts;
   std::vector<std::string> kernels;
-  bool all_devices = false, c_api = false;
+  bool all_devices = false, c_api = false, twice = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     else if (a == "--all-devices") all_devices = true;
     else if (a == "--no-cache") opts.use_cache = false;
     else if (a == "--c-api") c_api = true;
+    else if (a == "--twice") twice = true;
   }
   if (c_api) {
     std::vector<const char*> incs, names, hnames, htexts;
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
   std::vector<fatpack::result<fatpack::compiled>> results;
   if (all_devices) results = fatpack::compile_for_devices(req);
   else results.push_back(fatpack::compile(req, opts));
+  if (twice) results.push_back(fatpack::compile(req, opts));
   bool ok = true;
   for (auto& r : results) {
     if (!r) {

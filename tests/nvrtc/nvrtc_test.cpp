@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -299,6 +300,195 @@ TEST_CASE("compile: a device NVRTC does not know gets PTX through fatpack's JIT"
   CHECK(old.status == 1);
   CHECK(old.has("made PTX ISA 9."));
   CHECK(old.has("the driver (CUDA 12.4, PTX ISA up to 8.4)"));
+}
+
+namespace {
+
+// A stand-in for NVRTC that has NVRTC's identity but cannot be loaded: the real file's first bytes up
+// to its build-id note (ELF header, program headers, notes), and the builtins libraries beside it
+// as symlinks (their build-ids are in the identity too). A compile that reaches dlopen fails with it
+// (or dies of SIGBUS mapping the cut file); a hit never gets there.
+std::string unloadable_nvrtc(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path real = fs::canonical(NVRTC_PATH);
+  std::vector<std::uint8_t> bytes(1 << 20);  // the headers and notes are at the start of the 105 MB file
+  {
+    std::ifstream f(real, std::ios::binary);
+    f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    bytes.resize(static_cast<std::size_t>(f.gcount()));
+  }
+  REQUIRE(bytes.size() > sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  std::size_t end = eh.e_phoff + std::size_t(eh.e_phnum) * eh.e_phentsize;
+  REQUIRE(end <= bytes.size());
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + eh.e_phoff + i * eh.e_phentsize, sizeof ph);
+    if (ph.p_type == PT_NOTE) end = std::max<std::size_t>(end, ph.p_offset + ph.p_filesz);
+  }
+  REQUIRE(end <= bytes.size());
+  REQUIRE(end < fs::file_size(real) / 2);  // far too short to be mapped
+  fs::create_directories(dir);
+  const std::string stub = dir + "/" + real.filename().string();
+  write_file(stub, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(end)));
+  for (const auto& e : fs::directory_iterator(real.parent_path()))
+    if (e.path().filename().string().rfind("libnvrtc-builtins.so.", 0) == 0)
+      fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
+  return stub;
+}
+
+}  // namespace
+
+TEST_CASE("compile: the PTX path's SASS is kept under the source key and the driver; a hit runs neither NVRTC nor the JIT") {
+  const std::string d = case_dir("ptx_cache");
+  write_text(d + "/k.cu", "#include \"coef.h\"\nextern \"C\" __global__ void k(int* x) { x[threadIdx.x] = COEF; }\n");
+  ::mkdir((d + "/inc").c_str(), 0700);
+  write_text(d + "/inc/coef.h", "#define COEF 2\n");
+  const std::vector<std::string> args{d + "/k.cu", "--include", d + "/inc", "--kernel", "k"};
+  const std::string jit_log = d + "/jit.log";
+  auto env = env_for(d, "150");  // CC 15.0: newer than every architecture NVRTC 13 knows
+  env["FAKECUDA_JIT_LOG"] = jit_log;
+  auto stubbed = env;
+  stubbed["FATPACK_LIBNVRTC"] = unloadable_nvrtc(d + "/stub");
+
+  auto first = probe(args, env);
+  CHECK(first.status == 0);
+  CHECK(first.has("path=NVRTC PTX + JIT target=compute_"));
+  CHECK(first.has("stored=1"));
+  CHECK(first.has("kernel=ok"));
+  CHECK_FALSE(first.has("not_cached="));
+  CHECK(first.has("nvrtc_loaded=1"));
+  CHECK(count_lines(jit_log) == 1);
+
+  // A fresh process with an NVRTC that cannot be loaded: the SASS from the source cache, no JIT.
+  auto hit = probe(args, stubbed);
+  CHECK(hit.status == 0);
+  CHECK(hit.has("path=cache hit target=sm_150"));
+  CHECK(hit.has("kernel=ok"));
+  CHECK(hit.has("the SASS fatpack's JIT made from NVRTC's PTX with this driver (CUDA 13.0)"));
+  CHECK(hit.has("nvrtc_loaded=0"));
+  CHECK(count_lines(jit_log) == 1);
+
+  // Another driver version: a miss (never SASS another driver's JIT made). With exact JIT cache hits
+  // only, that driver JITs and stores its own; its next process hits.
+  {
+    auto other = env;
+    other["FAKECUDA_DRIVER_VERSION"] = "13010";
+    other["FATPACK_CACHE_OTHER_DRIVER"] = "0";
+    auto miss = probe(args, other);
+    CHECK(miss.status == 0);
+    CHECK(miss.has("path=NVRTC PTX + JIT"));
+    CHECK(miss.has("stored=1"));
+    CHECK(miss.has("nvrtc_loaded=1"));
+    CHECK(count_lines(jit_log) == 2);
+    other["FATPACK_LIBNVRTC"] = stubbed["FATPACK_LIBNVRTC"];
+    auto again = probe(args, other);
+    CHECK(again.has("path=cache hit target=sm_150"));
+    CHECK(again.has("with this driver (CUDA 13.1)"));
+    CHECK(count_lines(jit_log) == 2);
+    CHECK(probe(args, stubbed).has("path=cache hit"));  // the first driver's entry is still its own
+  }
+  // The same version with another build string (the cache's driver identity): a miss too. A JIT
+  // cache entry of the other build is used meanwhile, so this SASS is not stored.
+  {
+    write_text(d + "/nvidia-version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Release Build\n");
+    auto build = env;
+    build["FATPACK_DRIVER_VERSION_FILE"] = d + "/nvidia-version";
+    auto miss = probe(args, build);
+    CHECK(miss.has("path=NVRTC PTX + JIT"));
+    CHECK(miss.has("stored=0"));
+    CHECK(miss.has("not_cached=PTX: not stored under the source key: the JIT cache gave SASS another driver built"));
+    CHECK(miss.has("nvrtc_loaded=1"));
+  }
+  // An edited header on the include path: a miss, then a hit again (in the same process too: the
+  // SASS is registered beside NVRTC's PTX, under another package name).
+  {
+    write_text(d + "/inc/coef.h", "#define COEF 3\n");
+    auto twice = args;
+    twice.push_back("--twice");
+    auto edited = probe(twice, env);
+    CHECK(edited.status == 0);
+    CHECK(edited.has("path=NVRTC PTX + JIT"));
+    CHECK(edited.has("stored=1"));
+    CHECK(edited.has("path=cache hit target=sm_150"));
+    CHECK(edited.has("nvrtc_loaded=1"));
+    const int jits = count_lines(jit_log);
+    auto again = probe(args, stubbed);
+    CHECK(again.has("path=cache hit target=sm_150"));
+    CHECK(again.has("nvrtc_loaded=0"));
+    CHECK(count_lines(jit_log) == jits);
+  }
+  // Devices of both kinds at once: two of CC 15.0 share one compile and one store, CC 9.0 gets
+  // NVRTC's SASS; then all three hit.
+  {
+    auto three = env_for(d, "150,150,90");
+    three["FAKECUDA_JIT_LOG"] = jit_log;
+    const std::vector<std::string> all{d + "/k.cu", "--include", d + "/inc", "--option", "-DTHREE=1", "--all-devices",
+                                       "--kernel", "k"};
+    auto first3 = probe(all, three);
+    CHECK(first3.status == 0);
+    // The option does not change NVRTC's PTX: the JIT cache has its SASS (this driver's), which is
+    // stored under the new source key.
+    auto line_of = [&](const std::string& start) {
+      const std::size_t p = first3.out.find(start);
+      return p == std::string::npos ? std::string() : first3.out.substr(p, first3.out.find('\n', p) - p);
+    };
+    CHECK(line_of("device=0 ").find("path=NVRTC PTX + JIT target=compute_") != std::string::npos);
+    CHECK(line_of("device=0 ").find("stored=1") != std::string::npos);
+    CHECK(line_of("device=1 ").find("path=NVRTC PTX + JIT target=compute_") != std::string::npos);
+    CHECK(line_of("device=1 ").find("stored=1") != std::string::npos);
+    CHECK(first3.has("device=2 path=NVRTC SASS target=sm_90 stored=1"));
+    const int jits = count_lines(jit_log);
+    three["FATPACK_LIBNVRTC"] = stubbed["FATPACK_LIBNVRTC"];
+    auto hit3 = probe(all, three);
+    CHECK(hit3.status == 0);
+    CHECK(hit3.has("device=0 path=cache hit target=sm_150"));
+    CHECK(hit3.has("device=1 path=cache hit target=sm_150"));
+    CHECK(hit3.has("device=2 path=cache hit target=sm_90"));
+    CHECK(hit3.has("nvrtc_loaded=0"));
+    CHECK(count_lines(jit_log) == jits);
+  }
+  // A read-only cache: a miss compiles, stores nothing, and says why.
+  {
+    auto ro = env;
+    ro["FATPACK_CACHE_READONLY"] = "1";
+    auto miss = probe({d + "/k.cu", "--include", d + "/inc", "--option", "-DREAD_ONLY=1"}, ro);
+    CHECK(miss.has("path=NVRTC PTX + JIT"));
+    CHECK(miss.has("stored=0"));
+    CHECK(miss.has("not_cached=the cache is read-only"));
+  }
+  // use_cache = false: NVRTC and the JIT run, nothing is stored under the source key.
+  {
+    auto off = probe({d + "/k.cu", "--include", d + "/inc", "--no-cache"}, env);
+    CHECK(off.has("path=NVRTC PTX + JIT"));
+    CHECK(off.has("stored=0"));
+    CHECK(off.has("not_cached=compile_options::use_cache is false"));
+  }
+}
+
+TEST_CASE("compile: two processes compiling one PTX-path program together: one NVRTC compile, one JIT") {
+  // The source key's compile lock is held until the JIT's SASS is stored: the second process waits,
+  // then hits. The JIT takes 1 s, so the two overlap.
+  const std::string d = case_dir("ptx_single_flight");
+  write_text(d + "/k.cu", "extern \"C\" __global__ void k(int* x) { x[threadIdx.x] = 7; }\n");
+  auto env = env_for(d, "150");
+  env["FAKECUDA_JIT_LOG"] = d + "/jit.log";
+  env["FAKECUDA_JIT_DELAY_MS"] = "1000";
+  const std::string p = NVRTC_PROBE_PATH;
+  auto r = run_child({"/bin/sh", "-c",
+                      "'" + p + "' '" + d + "/k.cu' > '" + d + "/a.out' 2>&1 & '" + p + "' '" + d + "/k.cu' > '" + d +
+                          "/b.out' 2>&1; wait"},
+                     env);
+  const std::string a = read_text(d + "/a.out"), b = read_text(d + "/b.out");
+  INFO(a << "\n" << b << r.err);
+  auto count = [&](const std::string& what) {
+    return int(a.find(what) != std::string::npos) + int(b.find(what) != std::string::npos);
+  };
+  CHECK(count("path=NVRTC PTX + JIT") == 1);
+  CHECK(count("path=cache hit target=sm_150") == 1);
+  CHECK(count("nvrtc_loaded=1") == 1);
+  CHECK(count_lines(d + "/jit.log") == 1);
 }
 
 TEST_CASE("compile: bounded, checked inputs (in process, before any driver or NVRTC)") {

@@ -86,7 +86,7 @@ input_kind detect_input(byte_span bytes) {
 }
 
 result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name,
-                                              input_bytes how) {
+                                              input_bytes how, bool unknown_sass_ok) {
   const bool borrow = how == input_bytes::borrow;
   const std::string src(source);
   std::vector<entry_input> out;
@@ -151,8 +151,10 @@ result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view 
                         src + ": not a cubin, PTX or nvcc fatbin (first bytes: " + first_bytes(bytes) + ")");
   }
   for (auto& e : out) {
-    status st = check_known_sass(e, e.origin);
-    if (!st) return st.error();
+    if (!(unknown_sass_ok && e.target.kind == entry_kind::sass)) {
+      status st = check_known_sass(e, e.origin);
+      if (!st) return st.error();
+    }
     e.module_name = module_name;
     // Kernel-granular JIT: how the runtime compiles this PTX piece by piece (docs/format.md §4.2).
     if (e.target.kind == entry_kind::ptx) e.plan = make_piece_plan(e.bytes(), e.kernels, e.origin);

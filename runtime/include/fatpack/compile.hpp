@@ -14,8 +14,10 @@
 // single flight, bounds, prebuilt layers) under a key of everything that decides it: the source,
 // each header's contents, every file reachable through #include along the include paths (content
 // hashes), the options, the name expressions, the target, NVRTC's identity (the ELF build-id of the
-// library file, read without loading it) and the cache format. A hit loads the SASS without loading
-// NVRTC. NVRTC is dlopen-ed (FATPACK_LIBNVRTC, else libnvrtc.so.13, then libnvrtc.so.12).
+// library file, read without loading it) and the cache format; for the SASS the JIT made from PTX,
+// also the JIT path and the driver (exact hits only: never another driver's). A hit loads the SASS
+// without loading NVRTC (or running the JIT). NVRTC is dlopen-ed (FATPACK_LIBNVRTC, else
+// libnvrtc.so.13, then libnvrtc.so.12).
 //
 // This header includes no CUDA header.
 #pragma once
@@ -54,7 +56,7 @@ struct compile_options {
 // How a device got its code.
 enum class compile_path {
   // Same numbers as fatpack_compile_path_id (fatpack.h).
-  cache_hit = 0,   // SASS from the source cache: NVRTC was not loaded for it
+  cache_hit = 0,   // SASS from the source cache (NVRTC's, or the JIT's of this driver): NVRTC was not loaded for it
   nvrtc_sass = 1,  // NVRTC compiled SASS for the device's architecture
   nvrtc_ptx = 2,   // NVRTC compiled PTX (it does not know the device's architecture); fatpack's JIT made SASS
 };

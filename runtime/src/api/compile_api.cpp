@@ -7,8 +7,12 @@
 // sass_cache lookup (a hit: done, NVRTC never loaded) -> begin_compile (the per-key cross-process
 // lock) -> lookup again -> load NVRTC -> SASS for the exact architecture when NVRTC knows it (stored
 // under the key, with no driver in it: NVRTC's SASS does not depend on the driver), else PTX for the
-// newest virtual architecture the device runs (not stored here: the JIT cache keeps its SASS per
-// driver). Several architectures compile in parallel on core's pool.
+// newest virtual architecture the device runs, loaded through fatpack's JIT; the SASS the JIT made is
+// then stored under a second source key, the JIT key (the source key plus the JIT path and the
+// driver: the JIT's output depends on the driver), looked up for exact hits only (never SASS another
+// driver built). Both keys are looked up before NVRTC is loaded (which of the two paths a device takes
+// is only known from NVRTC's architecture list); the compile lock is the source key's for both.
+// Several architectures compile in parallel on core's pool.
 #include "fatpack/compile.hpp"
 
 #include "api/wiring.hpp"
@@ -26,6 +30,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 
 namespace fatpack {
@@ -106,10 +111,19 @@ std::string hash_of(std::string_view bytes) {
          ":" + std::to_string(bytes.size());
 }
 
+// The PTX path's part of a key: what else decides the SASS fatpack's JIT makes from NVRTC's PTX. The
+// PTX target (compute_<N>) is not here: it is decided by NVRTC's architecture list (the compiler
+// identity) and the device's CC (the target), both in the key, and is not known before NVRTC is
+// loaded.
+struct jit_part {
+  std::string backend;     // the JIT path asked for: "culink", "nvjitlink" (FATPACK_JIT_BACKEND)
+  int driver_version = 0;  // cuDriverGetVersion; the cache's driver tier adds the build string
+};
+
 // The canonical text of everything that decides NVRTC's SASS for `arch` except the format version
-// (the cache's code key adds it).
+// (the cache's code key adds it); with `jit`, that of the SASS the JIT makes from NVRTC's PTX.
 std::string source_key_text(const compile_request& r, const std::string& compiler, std::uint32_t arch,
-                            const detail::include_manifest& manifest) {
+                            const detail::include_manifest& manifest, const jit_part* jit = nullptr) {
   std::string t = "fatpack-nvrtc-source-key 1\n";
   add_field(t, "compiler=", compiler);
   add_field(t, "target=", "sm_" + std::to_string(arch));
@@ -123,29 +137,56 @@ std::string source_key_text(const compile_request& r, const std::string& compile
   for (const auto& o : r.options) add_field(t, "option=", o);
   for (const auto& e : r.name_expressions) add_field(t, "name-expression=", e);
   add_field(t, "manifest=", manifest.text());
+  if (jit) {  // after the SASS key's fields: that key's text (and its stored entries) unchanged
+    add_field(t, "path=", "ptx-jit");
+    add_field(t, "jit=", jit->backend);
+    add_field(t, "driver=", std::to_string(jit->driver_version));
+  }
   return t;
 }
 
-detail::jit_key cache_key_of(const std::string& text, std::uint32_t arch) {
+// `driver_version` 0: NVRTC's SASS, valid across driver updates (no driver in the key). Else the JIT's
+// SASS, whose entry is this driver's (the cache's second tier) and is looked up for exact hits only.
+detail::jit_key cache_key_of(const std::string& text, std::uint32_t arch, int driver_version = 0) {
   const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
   detail::jit_key k;
-  k.backend = "nvrtc";  // the code key reads "v1|nvrtc|..."
+  k.backend = driver_version ? "nvrtc-jit" : "nvrtc";  // the code key reads "v1|nvrtc|..." / "v1|nvrtc-jit|..."
   k.ptx_xxh3 = h.low64;
   k.ptx_size = text.size();
   k.ptx_target = core::target{core::entry_kind::sass, arch, core::arch_variant::plain};
   k.target_arch = arch;
   k.options = "source=" + core::hex16(h.high64) + core::hex16(h.low64);
-  k.driver_version = 0;  // NVRTC's SASS is valid across driver updates: no driver in the key
+  k.driver_version = driver_version;
   return k;
 }
+
+std::string cuda_version_of(int driver_version) {
+  return std::to_string(driver_version / 1000) + "." + std::to_string(driver_version % 1000 / 10);
+}
+
+// The PTX path's store, shared by the copies of one architecture's artifact (devices of one
+// architecture): the first load that succeeds stores the JIT's SASS, then releases the compile lock.
+struct jit_store {
+  detail::jit_key key;
+  std::string key_hex;
+  std::shared_ptr<detail::compile_guard> guard;  // the source key's cross-process compile lock
+  std::shared_ptr<detail::sass_cache> cache;
+  bool read_only = false;
+  std::mutex mu;
+  bool done = false;
+  bool stored = false;
+  std::string not_cached;
+};
 
 // What one architecture's compile produced.
 struct artifact {
   detail::sass_bytes code;  // cubin, or PTX; a cache hit's cubin may be a mapping of its entry
   compile_report report;           // the per-architecture part (device fields are set per device)
+  std::shared_ptr<jit_store> store;  // PTX, cacheable: where the JIT's SASS goes once loaded
 };
 
-result<artifact> build_for_arch(const compile_request& req, const compile_options& opts, std::uint32_t arch) {
+result<artifact> build_for_arch(const compile_request& req, const compile_options& opts, std::uint32_t arch,
+                                int driver_version) {
   stopwatch total;
   artifact a;
   compile_report& rep = a.report;
@@ -168,18 +209,42 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   else if (disabled) rep.not_cached = "the cache is disabled (FATPACK_CACHE_DISABLE)";
   else if (!manifest.complete) rep.not_cached = "the include scan is incomplete: " + manifest.problem;
   const detail::jit_key key = cache_key_of(source_key_text(req, where->identity, arch, manifest), arch);
+  // The PTX path's key, made on a miss of the first: a SASS hit costs what it did.
+  std::optional<detail::jit_key> jkey;
+  auto ptx_key = [&]() -> const detail::jit_key& {
+    if (!jkey) {
+      const jit_part part{detail::jit_backend_in_use() == jit_backend::nvjitlink ? "nvjitlink" : "culink",
+                          driver_version};
+      jkey = cache_key_of(source_key_text(req, where->identity, arch, manifest, &part), arch, driver_version);
+    }
+    return *jkey;
+  };
   std::unique_ptr<detail::compile_guard> guard;
   if (cacheable) {
     rep.cache_key = key.options.substr(7);
-    auto hit = cache->lookup(key);
+    // NVRTC's SASS (any driver), else the JIT's SASS of this very driver (exact hits only).
+    auto look = [&](bool& jit) {
+      jit = false;
+      auto h = cache->lookup(key);
+      if (!h && (h = cache->find(ptx_key(), false))) jit = true;
+      return h;
+    };
+    bool jit = false;
+    auto hit = look(jit);
     if (!hit) {
-      guard = cache->begin_compile(key);  // another process compiling it: wait for its entry
-      hit = cache->lookup(key);
+      // Another process compiling it (either path: one lock per source key): wait for its entry.
+      guard = cache->begin_compile(key);
+      hit = look(jit);
     }
     if (hit) {
       rep.path = compile_path::cache_hit;
       rep.target = "sm_" + std::to_string(arch);
       rep.reason = "source cache hit (" + hit->where + "): NVRTC not loaded";
+      if (jit) {
+        rep.cache_key = ptx_key().options.substr(7);
+        rep.reason = "source cache hit (" + hit->where + "), the SASS fatpack's JIT made from NVRTC's PTX with this "
+                     "driver (CUDA " + cuda_version_of(driver_version) + "): NVRTC not loaded, no JIT";
+      }
       a.code = std::move(hit->sass);
       rep.total_ms = total.ms();
       return a;
@@ -224,9 +289,15 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
     cache->store(key, core::byte_span(a.code.data(), a.code.size()));
     rep.stored = mode != cache_mode::read_only;  // read-only: the cache ignores it
     if (!rep.stored) rep.not_cached = "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
-  } else if (!sass && rep.not_cached.empty()) {
-    rep.not_cached = "PTX: NVRTC runs on every call; the JIT cache keeps the SASS made from its PTX";
-    rep.cache_key.clear();
+  } else if (!sass && cacheable) {
+    // The SASS comes from the load's JIT (load_artifact): stored then, the lock held until then.
+    a.store = std::make_shared<jit_store>();
+    a.store->key = ptx_key();
+    a.store->key_hex = a.store->key.options.substr(7);
+    a.store->guard = std::move(guard);
+    a.store->cache = cache;
+    a.store->read_only = mode == cache_mode::read_only;
+    rep.cache_key = a.store->key_hex;
   }
   guard.reset();  // after the store: a waiting process finds the entry
   rep.total_ms = total.ms();
@@ -249,6 +320,59 @@ std::string ptx_version_of(const detail::sass_bytes& ptx) {
   return std::string(t.substr(p + 9, end == std::string_view::npos ? std::string_view::npos : end - p - 9));
 }
 
+// The PTX path, after the load: the SASS the load's JIT made from NVRTC's PTX, asked of the JIT
+// service again (it keeps every result: nothing is compiled again), is stored under the JIT key when
+// this driver made it with its own JIT. Once per architecture (`st` is shared); the compile lock is
+// released after the store, so a waiting process finds the entry.
+void store_jit_sass(jit_store& st, compile_report& rep, const std::string& module, const std::string& package,
+                    const detail::device& dev) {
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (!st.done) {
+    st.done = true;
+    using sass_ptr = std::shared_ptr<const detail::sass_bytes>;
+    result<sass_ptr> sass = [&]() -> result<sass_ptr> {
+      const auto& set = detail::load_devices();  // loaded already: `dev` is one of its devices
+      if (!set) return set.error();
+      auto me = detail::registry::instance().find_module(module, package);
+      if (!me) return me.error();
+      if (me->entries.empty()) return error{errc::not_found, 0, "the module has no entry", {}};
+      detail::jit_request jr;
+      jr.package = me->package;
+      jr.entry = me->entries.front();
+      jr.drv = set.value()->drv;
+      jr.dev = &dev;
+      jr.module = module;
+      auto r = detail::jit_service::instance().compile(jr);
+      if (!r) return std::move(r).error();
+      // Only this driver's own JIT (cuLink): the driver identity in the key covers it. SASS another
+      // driver built (a JIT cache entry of the PTX, used while it is re-JIT-ed) or nvJitLink made
+      // (its version is not in the key) is not stored.
+      if (r->other_driver)
+        return error{errc::jit_failed, 0,
+                     "the JIT cache gave SASS another driver built (re-JIT-ed for this one in the background); a "
+                     "later process stores this driver's",
+                     {}};
+      if (r->path.rfind("culink", 0) != 0)
+        return error{errc::jit_failed, 0,
+                     "the SASS was made by " + r->path + ", whose version is not in the source key; the JIT cache "
+                     "keeps it",
+                     {}};
+      return r->sass;
+    }();
+    if (!sass) {
+      st.not_cached = "PTX: not stored under the source key: " + sass.error().message;
+    } else if (st.read_only) {
+      st.not_cached = "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
+    } else {
+      st.cache->store(st.key, core::byte_span((*sass)->data(), (*sass)->size()));
+      st.stored = true;
+    }
+    st.guard.reset();
+  }
+  rep.stored = st.stored;
+  rep.not_cached = st.not_cached;
+}
+
 // The code is copied once, into the registry's package (add_image borrows it while it packs; on a
 // hit, from the mapping of the cache entry: one fresh 1 MB buffer, not two).
 result<compiled> load_artifact(const compile_request& req, const artifact& a, const detail::device& dev) {
@@ -257,14 +381,18 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
   c.report = a.report;
   c.report.device = dev.ordinal;
   const std::string module = module_name_of(req.name);
-  // Named by the source key where there is one (it decides the code: no hash of the cubin on a
-  // hit), else by the code's hash.
+  // Named by the source key where the code is what the key names (it decides the code: no hash of
+  // the cubin on a hit), else by the code's hash: NVRTC's PTX is not what the PTX path's key names
+  // (the JIT's SASS is), and a later hit in this process registers that SASS under the key's name.
+  const bool named_by_key = c.report.cache_key.size() >= 16 && c.report.path != compile_path::nvrtc_ptx;
   const std::string package =
       "nvrtc:" + module + ":" +
-      (c.report.cache_key.size() >= 16 ? c.report.cache_key.substr(0, 16)
-                                       : core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size()))));
+      (named_by_key ? c.report.cache_key.substr(0, 16)
+                    : core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size()))));
   const std::string ptx_version = c.report.path == compile_path::nvrtc_ptx ? ptx_version_of(a.code) : std::string();
-  if (auto s = detail::registry::instance().add_image(a.code.data(), a.code.size(), module, package); !s) {
+  if (auto s = detail::registry::instance().add_image(a.code.data(), a.code.size(), module, package,
+                                                      /*compiled_here=*/true);
+      !s) {
     error e = s.error();
     e.message = "fatpack::compile: the code NVRTC made for " + c.report.target + " is not loadable: " + e.message;
     return e;
@@ -285,6 +413,7 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
     return e;
   }
   c.library = std::move(lib.value());
+  if (a.store) store_jit_sass(*a.store, c.report, module, package, dev);
   c.report.total_ms += sw.ms();
   return c;
 }
@@ -319,7 +448,7 @@ result<compiled> compile(const compile_request& request, const compile_options& 
   auto dev = detail::pick_device(*set.value(), options.device);
   if (!dev) return dev.error();
   detail::wire_default_cache();
-  auto a = build_for_arch(request, options, dev.value()->arch);
+  auto a = build_for_arch(request, options, dev.value()->arch, dev.value()->driver_version);
   if (!a) return std::move(a).error();
   return load_artifact(request, a.value(), *dev.value());
 }
@@ -349,12 +478,16 @@ std::vector<result<compiled>> compile_for_devices(const compile_request& request
   detail::wire_default_cache();
   // One compile per distinct architecture, in parallel.
   std::vector<std::uint32_t> archs;
+  std::vector<int> drivers;  // one driver per process: the same for every device
   for (const auto* d : devs)
-    if (std::find(archs.begin(), archs.end(), d->arch) == archs.end()) archs.push_back(d->arch);
+    if (std::find(archs.begin(), archs.end(), d->arch) == archs.end()) {
+      archs.push_back(d->arch);
+      drivers.push_back(d->driver_version);
+    }
   std::vector<std::optional<result<artifact>>> built(archs.size());
   const compile_options opts;
   core::parallel_for(archs.size(), static_cast<unsigned>(archs.size()), [&](std::size_t i) {
-    built[i].emplace(build_for_arch(request, opts, archs[i]));
+    built[i].emplace(build_for_arch(request, opts, archs[i], drivers[i]));
   });
   for (const auto* d : devs) {
     const std::size_t i = static_cast<std::size_t>(std::find(archs.begin(), archs.end(), d->arch) - archs.begin());

@@ -533,6 +533,7 @@ void jit_service::run_guarded(const std::shared_ptr<jit_task>& t) {
     jit_result jr;
     jr.sass = std::make_shared<const sass_bytes>(std::move(hit->sass));
     jr.reused = jr.from_cache = true;
+    jr.other_driver = !hit->exact;
     jr.path = key.backend + " (cache " + hit->where + (hit->exact ? "" : ", other driver") + ")";
     (hit->exact ? counters_.hits_exact : counters_.hits_other_driver)++;
     log_line(log_level::debug, "JIT cache hit (" + hit->where + (hit->exact ? "" : ", built by another driver") + "): " + name);

@@ -102,6 +102,7 @@ struct jit_result {
   double decompress_ms = 0;
   bool reused = false;      // from an earlier compile in this process, or from the cache
   bool from_cache = false;  // from sass_cache
+  bool other_driver = false;  // from sass_cache, an entry another driver built (cache_hit::exact false)
   std::string path;         // "culink", "nvjitlink 13.0"
 };
 

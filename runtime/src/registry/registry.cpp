@@ -369,7 +369,7 @@ status registry::add_memory(const void* data, std::size_t size, std::string_view
 }
 
 status registry::add_image(const void* data, std::size_t size, std::string_view module_name,
-                           std::string_view package_name) {
+                           std::string_view package_name, bool compiled_here) {
   if (!data || size == 0) return error{errc::invalid_argument, 0, "add_image: empty buffer", {}};
   if (module_name.empty()) return error{errc::invalid_argument, 0, "add_image: empty module name", {}};
   core::byte_span bytes(static_cast<const std::uint8_t*>(data), size);
@@ -377,7 +377,7 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   const std::string source = "image '" + module + "'";
   if (core::detect_input(bytes) == core::input_kind::fatpack_package) return add_memory(data, size, source, ownership::copy);
   // Borrowed, not copied: add_imported packs them before this returns (one copy, into the package).
-  auto entries = core::import_input(bytes, source, module, core::input_bytes::borrow);
+  auto entries = core::import_input(bytes, source, module, core::input_bytes::borrow, /*unknown_sass_ok=*/compiled_here);
   if (!entries) return from_core(entries.error());
   return add_imported(std::move(entries.value()), module, package_name);
 }

@@ -91,8 +91,11 @@ class registry {
   status add_file(const std::string& path);
   status add_memory(const void* data, std::size_t size, std::string_view source, ownership own);
   // A cubin, PTX or nvcc fatbin packed (codec none) into a package of its own; a cubin's or PTX's
-  // bytes are copied once, into that package.
-  status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name);
+  // bytes are copied once, into that package. `compiled_here`: fatpack::compile's own code, whose
+  // cubin may be for an SM the toolkit's table does not know (the JIT's SASS for a newer GPU, kept in
+  // its source cache; core::import_input's unknown_sass_ok).
+  status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name,
+                   bool compiled_here = false);
   // Queues an embedded record; parsed on first use. Safe during static initialisation.
   void add_record(const core::registry_record* record);
 

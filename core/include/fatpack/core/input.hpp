@@ -83,9 +83,12 @@ result<std::vector<entry_input>> import_fatbin(byte_span bytes, std::string_view
 // module_name defaults to the file's stem. A fatpack package as input is an error (use the package).
 // `borrow`: a cubin's or PTX's entry borrows `bytes` (entry_input::borrowed) instead of copying them:
 // for a caller that packs the entries before `bytes` go (add_image). A fatbin's entries are copied.
+// `unknown_sass_ok`: a cubin for an SM this toolkit's table does not know is taken (code a driver made
+// on this machine: fatpack's JIT output for a GPU newer than the toolkit, which fatpack::compile keeps
+// under its source key), not refused as a package input is.
 enum class input_bytes { copy, borrow };
 result<std::vector<entry_input>> import_input(byte_span bytes, std::string_view source, const std::string& module_name,
-                                              input_bytes how = input_bytes::copy);
+                                              input_bytes how = input_bytes::copy, bool unknown_sass_ok = false);
 
 // The size of an image given, as cuModuleLoadData gets it, without one: a cubin (from its ELF
 // headers), an nvcc fatbin (one container, from its header) or PTX (up to and including its
