@@ -62,6 +62,12 @@ std::function<std::shared_ptr<sass_cache>()>& armed_cache() {
   return *f;
 }
 
+// Installs what `make` returns, the null cache where it returns null. Under cache_mu().
+void install_made_cache(const std::function<std::shared_ptr<sass_cache>()>& make) {
+  auto c = make();
+  cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+}
+
 }  // namespace
 
 void set_sass_cache(std::shared_ptr<sass_cache> cache) {
@@ -72,8 +78,7 @@ void set_sass_cache(std::shared_ptr<sass_cache> cache) {
 void install_sass_cache_if_none(const std::function<std::shared_ptr<sass_cache>()>& make) {
   std::lock_guard<std::mutex> lock(cache_mu());
   if (cache_slot()) return;
-  auto c = make();
-  cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+  install_made_cache(make);
 }
 
 void arm_sass_cache(std::function<std::shared_ptr<sass_cache>()> make) {
@@ -97,8 +102,7 @@ std::shared_ptr<sass_cache> get_sass_cache() {
   if (!cache_slot() && armed_cache()) {
     auto make = std::move(armed_cache());
     armed_cache() = nullptr;
-    auto c = make();
-    cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+    install_made_cache(make);
   }
   if (!cache_slot()) {
     static auto* none = new std::shared_ptr<sass_cache>(std::make_shared<null_sass_cache>());
