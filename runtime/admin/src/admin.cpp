@@ -63,6 +63,7 @@ void add_tree(fs& f, const std::string& path, int depth, disk_stats& s) {
 
 std::string default_cache_dir() { return default_user_dir(); }
 bool parse_max_size(const std::string& text, std::uint64_t& out) { return parse_size(text, out); }
+std::vector<std::string> environment_warnings() { return config_from_env().warnings; }
 
 result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_only) {
   if (dir.empty() || dir[0] != '/')
