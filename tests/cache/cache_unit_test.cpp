@@ -984,6 +984,31 @@ TEST_CASE("admin: list spells an entry's target with its a or f suffix (sm_100f,
   }
 }
 
+TEST_CASE("admin: verify --repair says why a directory planted at an entry's name is not removed") {
+  // Before: unlink failed (EISDIR) and the problem read "not a regular file" with nothing more, so
+  // `cache verify --repair` exited 1 without saying what it could not do.
+  const std::string root = fresh("admin_dir_entry");
+  auto c = disk_cache::create(cfg_for(root));
+  c->store(key_for(0xd1), fatpack::core::byte_span(cubin90()));
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  auto l = (*a)->list();
+  REQUIRE(l.size() == 1);
+  const std::string path = l[0].file;
+  REQUIRE(std::remove(path.c_str()) == 0);
+  REQUIRE(::mkdir(path.c_str(), 0700) == 0);
+  REQUIRE(std::system(("touch '" + path + "/inner'").c_str()) == 0);
+  bool seen = false;
+  for (const auto& p : (*a)->verify(true)) {
+    if (p.file != path) continue;
+    seen = true;
+    CHECK_FALSE(p.removed);
+    CHECK_MESSAGE(p.problem.find("not removed: ") != std::string::npos, p.problem);
+  }
+  CHECK(seen);
+  REQUIRE(std::system(("rm -rf '" + path + "'").c_str()) == 0);
+}
+
 TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {
   const std::string root = fresh("admin");
   auto c = disk_cache::create(cfg_for(root));

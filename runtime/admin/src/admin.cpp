@@ -168,6 +168,19 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   return {};
 }
 
+namespace {
+
+// Removes `p.file` for --repair: true when it is gone; otherwise says why in the problem (a directory
+// planted at an entry's name cannot be unlinked, and the repair that leaves it must not look done).
+bool remove_for_repair(fs& f, entry_problem& p) {
+  const int e = f.unlink(p.file);
+  if (e == 0 || e == ENOENT) return true;
+  p.problem += " (not removed: " + errno_text(e) + ")";
+  return false;
+}
+
+}  // namespace
+
 std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
   std::vector<entry_problem> out;
   fs& f = current_fs();
@@ -179,7 +192,7 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
     if (it.temp) {
       if (temp_writer_alive(it.path)) continue;  // being written right now
       p.problem = "stray temporary file (its writer died)";
-      if (rm) p.removed = f.unlink(it.path) == 0;
+      if (rm) p.removed = remove_for_repair(f, p);
       out.push_back(std::move(p));
       continue;
     }
@@ -191,7 +204,7 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
     }
     index_slot slot;
     if (rm && !parse_file_name(it.name, slot.code, slot.driver)) {
-      p.removed = f.unlink(it.path) == 0;  // not an entry: no writer renames onto that name
+      p.removed = remove_for_repair(f, p);  // not an entry: no writer renames onto that name
     } else if (rm) {
       // As the runtime's quarantine: under the key's lock (a writer renaming a good entry into place
       // holds it), and only if it is still bad then.
@@ -200,7 +213,7 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
       k.driver.hash = slot.driver;
       if (auto kl = key_lock::try_acquire(d_->inflight_lock_path(), cache_dir::lock_hash(k))) {
         if (entry_problem_of(it).empty()) continue;  // replaced by a good entry meanwhile
-        p.removed = f.unlink(it.path) == 0;
+        p.removed = remove_for_repair(f, p);
         if (p.removed)
           if (auto lock = d_->index_lock())
             if (auto idx = d_->index()) {
