@@ -258,6 +258,26 @@ TEST_CASE("FATPACK_CACHE_CODEC: none (the default) or lz4; anything else is one 
   unsetenv("FATPACK_CACHE_CODEC");
 }
 
+TEST_CASE("FATPACK_CACHE_LOCK_WAIT_MS: digits only; anything else is one warning and the default") {
+  // Before: atoi, so "2min" waited 2 ms, "lots" and "-5" turned single flight off, without a word.
+  const int def = config{}.lock_wait_ms;
+  for (const char* bad : {"-5", "2min", "120s", "lots", " 7", "1e5", "99999999999", "2147483648"}) {
+    CAPTURE(bad);
+    setenv("FATPACK_CACHE_LOCK_WAIT_MS", bad, 1);
+    const config c = config_from_env();
+    CHECK(c.lock_wait_ms == def);
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find("FATPACK_CACHE_LOCK_WAIT_MS") != std::string::npos);
+  }
+  for (int good : {0, 20, 60000, 2147483647}) {
+    setenv("FATPACK_CACHE_LOCK_WAIT_MS", std::to_string(good).c_str(), 1);
+    const config c = config_from_env();
+    CHECK(c.lock_wait_ms == good);
+    CHECK(c.warnings.empty());
+  }
+  unsetenv("FATPACK_CACHE_LOCK_WAIT_MS");
+}
+
 TEST_CASE("FATPACK_CACHE_HOLDER_STALL_S: 2-3600 s; garbage or out of range is one warning and the default") {
   for (const char* bad : {"0", "1", "3601", "-5", "10s", "lots", " 7", "99999999999"}) {
     CAPTURE(bad);

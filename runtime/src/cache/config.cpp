@@ -99,7 +99,17 @@ config config_from_env() {
       c.warnings.push_back("FATPACK_CACHE_CODEC=" + text.substr(0, 64) + " is neither none nor lz4; using none");
   }
   c.use_other_driver = env_flag("FATPACK_CACHE_OTHER_DRIVER", c.use_other_driver);
-  if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) c.lock_wait_ms = std::atoi(w);
+  if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) {
+    // Digits only: atoi read "2min" as 2 ms and "lots" as 0 (no single flight), silently.
+    const std::string text = w;
+    const bool digits = text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
+    const long long v = digits ? std::atoll(w) : -1;
+    if (v >= 0 && v <= std::numeric_limits<int>::max())
+      c.lock_wait_ms = static_cast<int>(v);
+    else
+      c.warnings.push_back("FATPACK_CACHE_LOCK_WAIT_MS=" + text.substr(0, 64) +
+                           " is not a number of milliseconds (0-2147483647); using " + std::to_string(c.lock_wait_ms));
+  }
   if (const char* h = os::getenv("FATPACK_CACHE_HOLDER_STALL_S"); h && *h) {
     const std::string text = h;
     const bool digits = text.size() <= 4 && text.find_first_not_of("0123456789") == std::string::npos;
