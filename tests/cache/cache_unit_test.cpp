@@ -278,6 +278,25 @@ TEST_CASE("FATPACK_CACHE_LOCK_WAIT_MS: digits only; anything else is one warning
   unsetenv("FATPACK_CACHE_LOCK_WAIT_MS");
 }
 
+TEST_CASE("a FATPACK_CACHE_* value quoted in a warning is cut to 64 bytes and made printable") {
+  // Before: FATPACK_CACHE_MAXSIZE and FATPACK_CACHE_HOLDER_STALL_S were quoted whole and raw (a 100 KB
+  // value was a 100 KB warning line; escape sequences went to the terminal as they were).
+  const std::string hostile = "x\x1b[31mred\x7f\xff" + std::string(1000, 'y');
+  for (const char* var : {"FATPACK_CACHE_MAXSIZE", "FATPACK_CACHE_CODEC", "FATPACK_CACHE_LOCK_WAIT_MS",
+                          "FATPACK_CACHE_HOLDER_STALL_S"}) {
+    CAPTURE(var);
+    setenv(var, hostile.c_str(), 1);
+    const config c = config_from_env();
+    REQUIRE(c.warnings.size() == 1);
+    const std::string& w = c.warnings[0];
+    CHECK(w.find(std::string(var) + "=x?[31mred??yyy") == 0);
+    CHECK(w.find("y...") != std::string::npos);
+    CHECK(w.size() < 300);
+    for (char ch : w) CHECK((ch >= 0x20 && ch <= 0x7e));
+    unsetenv(var);
+  }
+}
+
 TEST_CASE("FATPACK_CACHE_HOLDER_STALL_S: 2-3600 s; garbage or out of range is one warning and the default") {
   for (const char* bad : {"0", "1", "3601", "-5", "10s", "lots", " 7", "99999999999"}) {
     CAPTURE(bad);
