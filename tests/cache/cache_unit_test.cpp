@@ -1048,6 +1048,23 @@ TEST_CASE("admin: verify --repair says why a directory planted at an entry's nam
   REQUIRE(std::system(("rm -rf '" + path + "'").c_str()) == 0);
 }
 
+TEST_CASE("admin: verify refuses an entry whose cubin is not for its key's CC, as the runtime does") {
+  // A cubin for sm_80 under a key for CC 9.0 (header SM and checksums consistent): the runtime refuses
+  // it ("the key wants sm_90") and quarantines it; before, verify called it ok (it checked no target).
+  const std::string root = fresh("admin_wrong_cc");
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  const full_key k = make_full_key(key_for(0xcc80, 90));
+  std::string why;
+  REQUIRE(d->write(k, fatpack::core::byte_span(read_file(artifact("vadd.sm_80.cubin"))), why) == 0);
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  auto problems = (*a)->verify(false);
+  bool seen = false;
+  for (const auto& p : problems) seen |= p.file == d->entry_path(k) && p.problem.find("sm_90") != std::string::npos;
+  CHECK(seen);
+  CHECK_FALSE(d->read_exact(k, 90).has_value());  // what the runtime does with it
+}
+
 TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {
   const std::string root = fresh("admin");
   auto c = disk_cache::create(cfg_for(root));

@@ -160,7 +160,7 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   dk.hash = XXH3_64bits(dt.data(), dt.size());
   if (ck.hash != slot.code || dk.hash != slot.driver)
     return "entry holds another key than its file name says (" + ct + ")";
-  expected_key want{&ck, &dk, 0};
+  expected_key want{&ck, &dk, target_arch_of(ct)};
   std::vector<std::uint8_t> cubin;
   std::string drv;
   read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
