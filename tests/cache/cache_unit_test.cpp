@@ -768,6 +768,39 @@ TEST_CASE("holder records: a stale record of a dead holder ends a wait after its
   ::close(fd);
 }
 
+TEST_CASE("eviction: a damaged byte total in the index header evicts nothing the bound does not ask for") {
+  // The header's total is not covered by its check (a counter). Before: with one high bit flipped in
+  // it, every store evicted every entry (the total never came under the bound); now it is set to
+  // what the live slots hold first.
+  const std::string root = fresh("lru_total");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  std::string why;
+  std::vector<full_key> keys;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back(make_full_key(key_for(0x7070 + i)));
+    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  const std::uint64_t held = d->index()->total_bytes();
+  {
+    const int fd = ::open((d->dir() + "/index.v1").c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    std::uint8_t b[8];
+    REQUIRE(::pread(fd, b, 8, 40) == 8);
+    b[5] ^= 0x01;  // bit 40: a terabyte more
+    REQUIRE(::pwrite(fd, b, 8, 40) == 8);
+    ::close(fd);
+  }
+  REQUIRE(d->index()->total_bytes() > (1ull << 40));
+  evict_result r = evict_to(*d, 1ull << 30, true);
+  CHECK(r.removed == 0);
+  CHECK(d->index()->total_bytes() == held);
+  for (const auto& k : keys) CHECK(d->read_exact(k, 90).has_value());
+  // A bound the entries do exceed still evicts, by their real sizes.
+  r = evict_to(*d, held / 2, true);
+  CHECK(r.removed == 3);
+}
+
 TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp files cleaned") {
   const std::string root = fresh("lru");
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
