@@ -120,6 +120,11 @@ TEST_CASE("a load whose SASS fits the device opens no cache directory; one that 
   CHECK(l.has("load-library vadd ok"));
   CHECK(l.has("target=sm_90 jit=0"));
   CHECK(::stat(cache.c_str(), &st) != 0);
+  // fatpack::warm() (--warm) with nothing to compile: the same.
+  auto w = probe({"--package", sass, "--warm", "load", "vadd", "cache-wait"}, cache_env(cache, log));
+  CHECK(w.status == 0);
+  CHECK(w.has("warm jobs=0 ok"));
+  CHECK(::stat(cache.c_str(), &st) != 0);
   // The same module as PTX only: the JIT needs the cache, which is opened then and keeps the entry.
   const std::string ptx = package_file("armed_ptx", entries_of("vadd", {"vadd.compute_80.ptx"}));
   auto b = probe({"--package", ptx, "load", "vadd", "cache-wait"}, cache_env(cache, log));
