@@ -16,6 +16,14 @@
 namespace fatpack::tool {
 namespace {
 
+// Text from the cache's files (an entry's key texts, a problem quoting them) as the terminal gets
+// it: control characters as '?', so a planted entry cannot write escape sequences or fake lines.
+std::string printable(std::string s) {
+  for (char& ch : s)
+    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) ch = '?';
+  return s;
+}
+
 namespace fc = fatpack::detail::cache;
 
 int failed(const fatpack::error& e) {
@@ -126,7 +134,7 @@ int run_list(const cache_args& a) {
   for (const auto& e : entries) {
     std::printf("%-32s %-8s %10llu %10llu  %-19s  %-16s %s\n", e.code_key.c_str(), e.target.c_str(),
                 static_cast<unsigned long long>(e.cubin_bytes), static_cast<unsigned long long>(e.disk_bytes),
-                when(e.last_use_unix_s).c_str(), e.driver_text.c_str(), e.code_text.c_str());
+                when(e.last_use_unix_s).c_str(), printable(e.driver_text).c_str(), printable(e.code_text).c_str());
   }
   std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), (*c)->path().c_str());
   return exit_ok;
@@ -143,7 +151,7 @@ int run_verify(const cache_args& a) {
     print_json({{"path", (*c)->path()}, {"ok", problems.empty()}, {"problems", arr}});
   } else {
     for (const auto& p : problems)
-      print_error(p.file + ": " + p.problem + (p.removed ? " (removed)" : ""));
+      print_error(printable(p.file + ": " + p.problem) + (p.removed ? " (removed)" : ""));
     if (problems.empty())
       std::printf("%s: ok (%s)\n", (*c)->path().c_str(), count_of(checked, "entry", "entries").c_str());
   }

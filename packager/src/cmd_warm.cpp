@@ -80,6 +80,9 @@ int run_warm(const warm_args& a) {
     }
     if (o.targets.empty()) throw usage_error{"--target: no target given"};
   }
+  // Entries are written as the runtime would write them (FATPACK_CACHE_CODEC, ...): a value the
+  // runtime would warn about is said here too, instead of silently using the default.
+  for (const auto& w : fc::environment_warnings()) print_warning(w);
   auto cache = fc::admin::open(cache_dir_argument(a.path), false);
   if (!cache) {
     print_error(runtime_error_text(cache.error()));
@@ -161,7 +164,8 @@ command_runner add_warm_command(CLI::App& app) {
       "JIT-compile every module that needs PTX on the GPUs present (or on --target GPUs) into a cache directory, "
       "ahead of time (installers, container images). Selection and key are the runtime's: the policy from "
       "FATPACK_FORCE_PTX_JIT / CUDA_FORCE_PTX_JIT / CUDA_DISABLE_PTX_JIT, Tegra rules for Tegra CCs (sm_87, sm_110), "
-      "the JIT path from FATPACK_JIT_BACKEND");
+      "the JIT path from FATPACK_JIT_BACKEND, and entries written as FATPACK_CACHE_CODEC says (none: stored, the "
+      "default; lz4: about a quarter of the bytes; docs/cache.md §3)");
   add_cache_path_option(*cmd, args->path);
   cmd->add_option("--target", args->targets,
                   "Compile for these GPUs instead of the ones present: sm_86,sm_100,sm_120, repeatable (the driver's "

@@ -102,6 +102,38 @@ TEST_CASE("cache_status() before any load opens and creates nothing") {
   CHECK(::stat(cache.c_str(), &st) != 0);
 }
 
+TEST_CASE("a load whose SASS fits the device opens no cache directory; one that needs the JIT does") {
+  // A load arms the default cache; the directory is opened (stat, statfs, mkdir, index lock) only
+  // when the JIT first asks for it. Before: load_module opened it eagerly, creating the directory;
+  // and then wait_cache_refresh() (cache-wait) opened the armed cache to flush it.
+  const std::string dir = fresh_dir("armed"), cache = dir + "/not-yet", log = dir + "/jit.log";
+  const std::string sass = package_file("armed_sass", entries_of("vadd", {"vadd.sm_90.cubin", "vadd.compute_80.ptx"}));
+  struct stat st{};
+  auto a = probe({"--package", sass, "load", "vadd", "cache-wait"}, cache_env(cache, log));
+  CHECK(a.status == 0);
+  CHECK(a.has("load vadd device=0 ok"));
+  CHECK(a.has("target=sm_90 jit=0"));
+  CHECK(::stat(cache.c_str(), &st) != 0);  // not created, not even its root
+  // load_library arms it the same way.
+  auto l = probe({"--package", sass, "load-library", "vadd", "cache-wait"}, cache_env(cache, log));
+  CHECK(l.status == 0);
+  CHECK(l.has("load-library vadd ok"));
+  CHECK(l.has("target=sm_90 jit=0"));
+  CHECK(::stat(cache.c_str(), &st) != 0);
+  // fatpack::warm() (--warm) with nothing to compile: the same.
+  auto w = probe({"--package", sass, "--warm", "load", "vadd", "cache-wait"}, cache_env(cache, log));
+  CHECK(w.status == 0);
+  CHECK(w.has("warm jobs=0 ok"));
+  CHECK(::stat(cache.c_str(), &st) != 0);
+  // The same module as PTX only: the JIT needs the cache, which is opened then and keeps the entry.
+  const std::string ptx = package_file("armed_ptx", entries_of("vadd", {"vadd.compute_80.ptx"}));
+  auto b = probe({"--package", ptx, "load", "vadd", "cache-wait"}, cache_env(cache, log));
+  CHECK(b.status == 0);
+  CHECK(b.has("jit=1"));
+  CHECK(::stat((cache + "/v1").c_str(), &st) == 0);
+  CHECK(files_under(cache, ".fpc").size() == 1);
+}
+
 TEST_CASE("N processes x 200 keys started together: 0 wrong reads, exactly 200 JITs a round") {
   // CI: 16 processes, one round. FATPACK_FULL=1: 32 processes, 5 rounds (each round a fresh cache).
   const bool full = fatpack_test::full_run();

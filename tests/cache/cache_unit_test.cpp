@@ -262,6 +262,45 @@ TEST_CASE("FATPACK_CACHE_CODEC: none (the default) or lz4; anything else is one 
   unsetenv("FATPACK_CACHE_CODEC");
 }
 
+TEST_CASE("FATPACK_CACHE_LOCK_WAIT_MS: digits only; anything else is one warning and the default") {
+  // Before: atoi, so "2min" waited 2 ms, "lots" and "-5" turned single flight off, without a word.
+  const int def = config{}.lock_wait_ms;
+  for (const char* bad : {"-5", "2min", "120s", "lots", " 7", "1e5", "99999999999", "2147483648"}) {
+    CAPTURE(bad);
+    setenv("FATPACK_CACHE_LOCK_WAIT_MS", bad, 1);
+    const config c = config_from_env();
+    CHECK(c.lock_wait_ms == def);
+    REQUIRE(c.warnings.size() == 1);
+    CHECK(c.warnings[0].find("FATPACK_CACHE_LOCK_WAIT_MS") != std::string::npos);
+  }
+  for (int good : {0, 20, 60000, 2147483647}) {
+    setenv("FATPACK_CACHE_LOCK_WAIT_MS", std::to_string(good).c_str(), 1);
+    const config c = config_from_env();
+    CHECK(c.lock_wait_ms == good);
+    CHECK(c.warnings.empty());
+  }
+  unsetenv("FATPACK_CACHE_LOCK_WAIT_MS");
+}
+
+TEST_CASE("a FATPACK_CACHE_* value quoted in a warning is cut to 64 bytes and made printable") {
+  // Before: FATPACK_CACHE_MAXSIZE and FATPACK_CACHE_HOLDER_STALL_S were quoted whole and raw (a 100 KB
+  // value was a 100 KB warning line; escape sequences went to the terminal as they were).
+  const std::string hostile = "x\x1b[31mred\x7f\xff" + std::string(1000, 'y');
+  for (const char* var : {"FATPACK_CACHE_MAXSIZE", "FATPACK_CACHE_CODEC", "FATPACK_CACHE_LOCK_WAIT_MS",
+                          "FATPACK_CACHE_HOLDER_STALL_S"}) {
+    CAPTURE(var);
+    setenv(var, hostile.c_str(), 1);
+    const config c = config_from_env();
+    REQUIRE(c.warnings.size() == 1);
+    const std::string& w = c.warnings[0];
+    CHECK(w.find(std::string(var) + "=x?[31mred??yyy") == 0);
+    CHECK(w.find("y...") != std::string::npos);
+    CHECK(w.size() < 300);
+    for (char ch : w) CHECK((ch >= 0x20 && ch <= 0x7e));
+    unsetenv(var);
+  }
+}
+
 TEST_CASE("FATPACK_CACHE_HOLDER_STALL_S: 2-3600 s; garbage or out of range is one warning and the default") {
   for (const char* bad : {"0", "1", "3601", "-5", "10s", "lots", " 7", "99999999999"}) {
     CAPTURE(bad);
@@ -819,6 +858,39 @@ TEST_CASE("holder records: a stale record of a dead holder ends a wait after its
   ::close(fd);
 }
 
+TEST_CASE("eviction: a damaged byte total in the index header evicts nothing the bound does not ask for") {
+  // The header's total is not covered by its check (a counter). Before: with one high bit flipped in
+  // it, every store evicted every entry (the total never came under the bound); now it is set to
+  // what the live slots hold first.
+  const std::string root = fresh("lru_total");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  std::string why;
+  std::vector<full_key> keys;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back(make_full_key(key_for(0x7070 + i)));
+    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  const std::uint64_t held = d->index()->total_bytes();
+  {
+    const int fd = ::open((d->dir() + "/index.v1").c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    std::uint8_t b[8];
+    REQUIRE(::pread(fd, b, 8, 40) == 8);
+    b[5] ^= 0x01;  // bit 40: a terabyte more
+    REQUIRE(::pwrite(fd, b, 8, 40) == 8);
+    ::close(fd);
+  }
+  REQUIRE(d->index()->total_bytes() > (1ull << 40));
+  evict_result r = evict_to(*d, 1ull << 30, true);
+  CHECK(r.removed == 0);
+  CHECK(d->index()->total_bytes() == held);
+  for (const auto& k : keys) CHECK(d->read_exact(k, 90).has_value());
+  // A bound the entries do exceed still evicts, by their real sizes.
+  r = evict_to(*d, held / 2, true);
+  CHECK(r.removed == 3);
+}
+
 TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp files cleaned") {
   const std::string root = fresh("lru");
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
@@ -1072,6 +1144,71 @@ TEST_CASE("admin: list spells an entry's target with its a or f suffix (sm_100f,
     CHECK(e.arch_specific == (e.target == "sm_90a"));
     CHECK(e.sm == (e.target == "sm_100f" ? 100u : 90u));
   }
+}
+
+TEST_CASE("admin: verify --repair says why a directory planted at an entry's name is not removed") {
+  // Before: unlink failed (EISDIR) and the problem read "not a regular file" with nothing more, so
+  // `cache verify --repair` exited 1 without saying what it could not do.
+  const std::string root = fresh("admin_dir_entry");
+  auto c = disk_cache::create(cfg_for(root));
+  c->store(key_for(0xd1), fatpack::core::byte_span(cubin90()));
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  auto l = (*a)->list();
+  REQUIRE(l.size() == 1);
+  const std::string path = l[0].file;
+  REQUIRE(std::remove(path.c_str()) == 0);
+  REQUIRE(::mkdir(path.c_str(), 0700) == 0);
+  REQUIRE(std::system(("touch '" + path + "/inner'").c_str()) == 0);
+  bool seen = false;
+  for (const auto& p : (*a)->verify(true)) {
+    if (p.file != path) continue;
+    seen = true;
+    CHECK_FALSE(p.removed);
+    CHECK_MESSAGE(p.problem.find("not removed: ") != std::string::npos, p.problem);
+  }
+  CHECK(seen);
+  REQUIRE(std::system(("rm -rf '" + path + "'").c_str()) == 0);
+}
+
+// KNOWN BUG, skipped until the read path (runtime/src/cache/store.cpp, being rewritten) checks the
+// entry's mode: read_entry checks the file's type and owner, not its mode, so an entry file that group
+// or others may write is served. In a prebuilt layer (readable by every user, its directories checked
+// to be writable by nobody else) such a file is one any local user can rewrite with a valid entry for
+// the same key holding their own cubin, which every user's process then loads (also the per-user
+// cache's files: only its 0700 directories keep others out). Remove the skip with the fix.
+TEST_CASE("a prebuilt layer's entry file writable by group or others is not served") {
+  const std::string root = fresh("prebuilt_ww_entry");
+  const full_key k = make_full_key(key_for(0x66, 90));
+  {
+    auto w = cache_dir::open(root, true, 1ull << 30, "user", false);
+    std::string why;
+    REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  auto layer = cache_dir::open(root, false, 0, "prebuilt", true);
+  REQUIRE(layer->read_exact(k, 90).has_value());  // 0600: served
+  for (unsigned mode : {0620u, 0602u, 0666u}) {
+    CAPTURE(mode);
+    REQUIRE(::chmod(layer->entry_path(k).c_str(), mode) == 0);
+    CHECK_FALSE(layer->read_exact(k, 90).has_value());
+  }
+}
+
+TEST_CASE("admin: verify refuses an entry whose cubin is not for its key's CC, as the runtime does") {
+  // A cubin for sm_80 under a key for CC 9.0 (header SM and checksums consistent): the runtime refuses
+  // it ("the key wants sm_90") and quarantines it; before, verify called it ok (it checked no target).
+  const std::string root = fresh("admin_wrong_cc");
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  const full_key k = make_full_key(key_for(0xcc80, 90));
+  std::string why;
+  REQUIRE(d->write(k, fatpack::core::byte_span(read_file(artifact("vadd.sm_80.cubin"))), why) == 0);
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  auto problems = (*a)->verify(false);
+  bool seen = false;
+  for (const auto& p : problems) seen |= p.file == d->entry_path(k) && p.problem.find("sm_90") != std::string::npos;
+  CHECK(seen);
+  CHECK_FALSE(d->read_exact(k, 90).has_value());  // what the runtime does with it
 }
 
 TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {

@@ -162,6 +162,27 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   expect_in out.txt "removed 1 entry \\("
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['stats']['entries'] == 0, d"
+  # FATPACK_CACHE_CODEC: warm writes the entries the runtime would (flags bits 0-3 at offset 16: 0
+  # stored, 1 LZ4); a value the runtime warns about is said here too, and the default used.
+  codec_of() { python3 -c "import glob,struct,sys; print(' '.join(str(struct.unpack_from('<I', open(f,'rb').read(), 16)[0] & 15) for f in sorted(glob.glob(sys.argv[1] + '/v1/objects/*/*.fpc'))))" "$1"; }
+  run 0 "$fatpack" warm --path "$work/codec-default" --target sm_100 w.fpk
+  [ "$(codec_of "$work/codec-default")" = 0 ] || fail "warm wrote codec $(codec_of "$work/codec-default"), expected stored (0)"
+  FATPACK_CACHE_CODEC=lz4 run 0 "$fatpack" warm --path "$work/codec-lz4" --target sm_100 w.fpk
+  [ "$(codec_of "$work/codec-lz4")" = 1 ] || fail "FATPACK_CACHE_CODEC=lz4: warm wrote codec $(codec_of "$work/codec-lz4")"
+  FATPACK_CACHE_CODEC=zstd run 0 "$fatpack" warm --path "$work/codec-zstd" --target sm_100 w.fpk
+  expect_in err.txt "^fatpack: warning: FATPACK_CACHE_CODEC=zstd is neither none nor lz4; using none"
+  [ "$(codec_of "$work/codec-zstd")" = 0 ] || fail "FATPACK_CACHE_CODEC=zstd: warm wrote codec $(codec_of "$work/codec-zstd")"
+  run 0 "$fatpack" warm --help
+  expect_in out.txt "FATPACK_CACHE_CODEC"
+  # An entry whose key text was replaced by terminal escapes (same length: the header checksum does
+  # not cover the texts): list and verify print it with '?' for each control character.
+  esc=$(ls "$work"/codec-default/v1/objects/*/*.fpc)
+  python3 -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[128:148]=b'\x1b[2J\x1b[31mEVIL\rXXXXXX'; open(p,'wb').write(b)" "$esc"
+  run 0 "$fatpack" cache list --path "$work/codec-default"
+  expect_in out.txt "\?\[2J\?\[31mEVIL\?XXXXXX"
+  ! grep -q $'[\x1b\r]' out.txt || fail "cache list printed control characters from a key text"
+  run 1 "$fatpack" cache verify --path "$work/codec-default"
+  ! grep -q $'[\x1b\r]' err.txt || fail "cache verify printed control characters from a key text"
   # Errors: a bad target is a usage error; no driver and a failing JIT are failures that say why.
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"

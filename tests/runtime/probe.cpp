@@ -4,7 +4,7 @@
 //
 //   fatpack_runtime_probe [--package FILE]... [--image FILE MODULE]... [--embed FILE]
 //                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
-//                         [--warm] [devices] [load MODULE]...
+//                         [--warm] [devices] [load MODULE]... [load-library MODULE]
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
 //                         [remote-stats] [libs] [fork MODULE] [rewrite FILE SIZE] [sleep MS] [kernel NAME]
 //
@@ -13,6 +13,7 @@
 //   device 0 cc=9.0 name=... max_ptx_isa=9.0 driver=13000
 //   load vadd device=0 ok entry=4 target=sm_90 jit=0 reused=0
 //   load vadd error=no_driver cuda=0 message=...
+//   load-library vadd ok entry=4 target=sm_90 jit=0          (load_library; error=... as for load)
 //   trace| <load_report::trace() lines>
 //   load-all modules=200 ok=200 failed=0 wrong=0 jit=3 cache=197     (every module of every package,
 //            starting at module N of --rotate N; `wrong`: a kernel of the module does not resolve in
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   bool ok = true, warm = false;
   std::size_t rotate = 0;
   std::vector<fatpack::module> keep;  // modules stay loaded until exit
+  std::vector<fatpack::library> libs;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&]() -> std::string {
@@ -295,6 +297,19 @@ int main(int argc, char** argv) {
                     one_line(f.error().what()).c_str());
         ok = false;
       }
+    } else if (a == "load-library") {
+      std::string module = next();
+      auto l = fatpack::load_library(module, opts);
+      if (!l) {
+        std::printf("load-library %s error=%s cuda=%d message=%s\n", module.c_str(), fatpack::errc_name(l.error().code),
+                    l.error().cuda_status, one_line(l.error().what()).c_str());
+        ok = false;
+        continue;
+      }
+      const auto& r = l->report();
+      std::printf("load-library %s ok entry=%zu target=%s jit=%d\n", module.c_str(), r.entry, r.target.c_str(),
+                  r.jit ? 1 : 0);
+      libs.push_back(std::move(l.value()));
     } else if (a == "load") {
       std::string module = next();
       if (warm) {

@@ -372,6 +372,17 @@ TEST_CASE("default log level: the first warning of a process gets one line; FATP
   CHECK(err_all.find("FATPACK_LOG=warn shows all") == std::string::npos);
 }
 
+TEST_CASE("log lines on stderr carry no control characters from the text they quote") {
+  // FATPACK_JIT_THREADS is quoted in its warning; so are a cache entry's key text and a driver's log.
+  // Before: written as they were (terminal escapes, a carriage return that overwrites the line).
+  auto r = probe({"--package", ptx_package(), "--warm", "load", "vadd"},
+                 fake({{"FATPACK_JIT_THREADS", "7\x1b[2J\x1b[31mred\rfatpack: error: forged\x7f"}, {"FATPACK_LOG", "warn"}}));
+  CHECK(r.status == 0);
+  INFO(r.err);
+  CHECK(r.err.find("FATPACK_JIT_THREADS=7?[2J?[31mred?fatpack: error: forged? is not a thread count") != std::string::npos);
+  for (char ch : r.err) CHECK_FALSE(((static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f));
+}
+
 TEST_CASE("a registered .fpk rewritten in place (cp over it) is still loaded from the bytes read at registration") {
   // Before: add_package_file mapped the file; truncating it made the next read of the mapping SIGBUS
   // (the process died). The probe is a child process, so a SIGBUS fails this test (status != 0).

@@ -63,6 +63,7 @@ void add_tree(fs& f, const std::string& path, int depth, disk_stats& s) {
 
 std::string default_cache_dir() { return default_user_dir(); }
 bool parse_max_size(const std::string& text, std::uint64_t& out) { return parse_size(text, out); }
+std::vector<std::string> environment_warnings() { return config_from_env().warnings; }
 
 result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_only) {
   if (dir.empty() || dir[0] != '/')
@@ -159,13 +160,26 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   dk.hash = XXH3_64bits(dt.data(), dt.size());
   if (ck.hash != slot.code || dk.hash != slot.driver)
     return "entry holds another key than its file name says (" + ct + ")";
-  expected_key want{&ck, &dk, 0};
+  expected_key want{&ck, &dk, target_arch_of(ct)};
   sass_bytes cubin;
   std::string drv;
   read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
   if (s != read_status::ok) return problem.empty() ? "unreadable" : problem;
   return {};
 }
+
+namespace {
+
+// Removes `p.file` for --repair: true when it is gone; otherwise says why in the problem (a directory
+// planted at an entry's name cannot be unlinked, and the repair that leaves it must not look done).
+bool remove_for_repair(fs& f, entry_problem& p) {
+  const int e = f.unlink(p.file);
+  if (e == 0 || e == ENOENT) return true;
+  p.problem += " (not removed: " + errno_text(e) + ")";
+  return false;
+}
+
+}  // namespace
 
 std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
   std::vector<entry_problem> out;
@@ -178,7 +192,7 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
     if (it.temp) {
       if (temp_writer_alive(it.path)) continue;  // being written right now
       p.problem = "stray temporary file (its writer died)";
-      if (rm) p.removed = f.unlink(it.path) == 0;
+      if (rm) p.removed = remove_for_repair(f, p);
       out.push_back(std::move(p));
       continue;
     }
@@ -190,7 +204,7 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
     }
     index_slot slot;
     if (rm && !parse_file_name(it.name, slot.code, slot.driver)) {
-      p.removed = f.unlink(it.path) == 0;  // not an entry: no writer renames onto that name
+      p.removed = remove_for_repair(f, p);  // not an entry: no writer renames onto that name
     } else if (rm) {
       // As the runtime's quarantine: under the key's lock (a writer renaming a good entry into place
       // holds it), and only if it is still bad then.
@@ -199,7 +213,7 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
       k.driver.hash = slot.driver;
       if (auto kl = key_lock::try_acquire(d_->inflight_lock_path(), cache_dir::lock_hash(k))) {
         if (entry_problem_of(it).empty()) continue;  // replaced by a good entry meanwhile
-        p.removed = f.unlink(it.path) == 0;
+        p.removed = remove_for_repair(f, p);
         if (p.removed)
           if (auto lock = d_->index_lock())
             if (auto idx = d_->index()) {

@@ -25,6 +25,17 @@ class admin_impl final : public admin {
   std::shared_ptr<cache_dir> d_;
 };
 
+// The target CC a code key text names ("...|cc=90a|opt=..." -> 90), 0 when it names none: what the
+// runtime checks an entry's cubin against, so verify and push refuse what a load would refuse.
+inline std::uint32_t target_arch_of(const std::string& code_text) {
+  const std::size_t at = code_text.find("|cc=");
+  if (at == std::string::npos) return 0;
+  std::uint32_t v = 0;
+  for (std::size_t i = at + 4; i < code_text.size() && i < at + 10 && code_text[i] >= '0' && code_text[i] <= '9'; ++i)
+    v = v * 10 + std::uint32_t(code_text[i] - '0');
+  return v;
+}
+
 // The runtime's options for CLI settings.
 inline remote_cache_options to_options(const remote_settings& r) {
   remote_cache_options o;

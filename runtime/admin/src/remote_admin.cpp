@@ -65,7 +65,7 @@ std::string check_entry(const std::string& name, const std::vector<std::uint8_t>
   k.driver.text.assign(texts + h.code_text_size, h.driver_text_size);
   k.driver.hash = XXH3_64bits(k.driver.text.data(), k.driver.text.size());
   if (k.code.hash != code || k.driver.hash != driver) return "entry holds another key than its file name says";
-  expected_key want{&k.code, &k.driver, 0};
+  expected_key want{&k.code, &k.driver, target_arch_of(k.code.text)};
   std::string driver_text, problem;
   if (!decode_entry(core::byte_span(bytes.data(), bytes.size()), want, h, driver_text, problem))
     return problem.empty() ? "invalid" : problem;

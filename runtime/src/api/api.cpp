@@ -353,7 +353,7 @@ warm_handle warm(const warm_options& options) {
     st->failed = ds.error();
     return h;
   }
-  detail::wire_default_cache();
+  detail::arm_default_cache();  // opened if a module needs the JIT
   policy pol = detail::resolve_policy(std::nullopt);
   for (const auto& p : *ps) {
     if (!options.package.empty() && p->name != options.package) continue;

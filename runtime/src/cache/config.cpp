@@ -36,6 +36,15 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
 
 namespace {
 
+// An environment value as a warning quotes it: at most 64 bytes, anything but printable ASCII as
+// '?', so a value cannot fill the log or write terminal escapes into it.
+std::string shown(const std::string& v) {
+  std::string s = v.substr(0, 64);
+  for (char& ch : s)
+    if (ch < 0x20 || ch > 0x7e) ch = '?';
+  return v.size() > 64 ? s + "..." : s;
+}
+
 std::string without_trailing_slashes(std::string s) {
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   return s;
@@ -74,7 +83,7 @@ config config_from_env() {
   c.path = default_user_dir();
   if (const char* m = os::getenv("FATPACK_CACHE_MAXSIZE"); m && *m) {
     if (!parse_size(m, c.max_bytes)) {
-      c.warnings.push_back(std::string("FATPACK_CACHE_MAXSIZE=") + m + " is not a size (e.g. 512M, 2G; at most 2^64 - 1 bytes); using 1G");
+      c.warnings.push_back("FATPACK_CACHE_MAXSIZE=" + shown(m) + " is not a size (e.g. 512M, 2G; at most 2^64 - 1 bytes); using 1G");
       c.max_bytes = default_max_bytes;
     }
   }
@@ -96,10 +105,20 @@ config config_from_env() {
     else if (text == "lz4")
       c.codec = entry_codec::lz4;
     else
-      c.warnings.push_back("FATPACK_CACHE_CODEC=" + text.substr(0, 64) + " is neither none nor lz4; using none");
+      c.warnings.push_back("FATPACK_CACHE_CODEC=" + shown(text) + " is neither none nor lz4; using none");
   }
   c.use_other_driver = env_flag("FATPACK_CACHE_OTHER_DRIVER", c.use_other_driver);
-  if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) c.lock_wait_ms = std::atoi(w);
+  if (const char* w = os::getenv("FATPACK_CACHE_LOCK_WAIT_MS"); w && *w) {
+    // Digits only: atoi read "2min" as 2 ms and "lots" as 0 (no single flight), silently.
+    const std::string text = w;
+    const bool digits = text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
+    const long long v = digits ? std::atoll(w) : -1;
+    if (v >= 0 && v <= std::numeric_limits<int>::max())
+      c.lock_wait_ms = static_cast<int>(v);
+    else
+      c.warnings.push_back("FATPACK_CACHE_LOCK_WAIT_MS=" + shown(text) +
+                           " is not a number of milliseconds (0-2147483647); using " + std::to_string(c.lock_wait_ms));
+  }
   if (const char* h = os::getenv("FATPACK_CACHE_HOLDER_STALL_S"); h && *h) {
     const std::string text = h;
     const bool digits = text.size() <= 4 && text.find_first_not_of("0123456789") == std::string::npos;
@@ -107,7 +126,7 @@ config config_from_env() {
     if (v >= min_holder_stall_s && v <= max_holder_stall_s) {
       c.holder_stall_s = v;
     } else {
-      c.warnings.push_back("FATPACK_CACHE_HOLDER_STALL_S=" + text + " is not a number of seconds from " +
+      c.warnings.push_back("FATPACK_CACHE_HOLDER_STALL_S=" + shown(text) + " is not a number of seconds from " +
                            std::to_string(min_holder_stall_s) + " to " + std::to_string(max_holder_stall_s) +
                            "; using " + std::to_string(default_holder_stall_s));
     }

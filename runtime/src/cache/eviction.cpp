@@ -46,6 +46,13 @@ evict_result evict_locked(cache_dir& d, std::uint64_t target) {
   if (!idx || !ilock) return r;
   r.ran = true;
   std::uint64_t total = idx->total_bytes();
+  if (total > target) {
+    // The total is a counter no check covers: before evicting for it, it is set to what the live
+    // slots hold. Before, a damaged total (one bit flipped) evicted every entry at every store.
+    std::string why;
+    dir_lock_guard g(*ilock, why);
+    if (g.ok()) total = idx->repair_total();
+  }
   if (total <= target) {
     r.bytes_left = total;
     return r;

@@ -326,6 +326,14 @@ std::uint64_t index_file::damaged_slots() const {
 
 std::uint64_t index_file::total_bytes() const { return load64(base_ + h_total); }
 std::uint64_t index_file::live() const { return load64(base_ + h_live); }
+std::uint64_t index_file::repair_total() {
+  std::uint64_t held = 0;
+  for (const auto& s : live_slots()) held += s.disk_bytes;
+  const std::uint64_t total = load64(base_ + h_total);
+  if (!writable_ || total == held) return total;
+  store64(base_ + h_total, held);
+  return held;
+}
 bool index_file::retired() const { return load64(base_ + h_retired) != 0; }
 std::int64_t index_file::last_clean_s() const { return static_cast<std::int64_t>(load64(base_ + h_last_clean)); }
 void index_file::set_retired() {

@@ -80,6 +80,9 @@ class index_file {
   bool insert(const index_slot& s);
   // Bytes the slot accounted for (0 if absent).
   std::uint64_t erase(const std::array<std::uint8_t, 16>& code, std::uint64_t driver);
+  // Sets the header's byte total to what the live slots account for, when it says otherwise (a
+  // counter nobody checks: a bit flip, a writer killed between its slot and the total); the total.
+  std::uint64_t repair_total();
   void set_retired();
   void set_last_clean(std::int64_t s);
   // Slots that fail their check or are stuck odd (a writer killed mid-update): counted by verify.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 
 namespace fatpack::detail::cache {
 
@@ -93,6 +94,15 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
   if (!e && st.uid != f.euid() && !(prebuilt_ && st.uid == 0)) {
     f.close(fd);
     problem = "owned by uid " + std::to_string(st.uid) + ", not by this user";
+    return read_status::invalid;
+  }
+  // And only they can write it: checksums are no authentication, so an entry file that group or
+  // others may write (a prebuilt layer installed 0666) could hold anyone's code for this key.
+  if (!e && (st.mode & 022) != 0) {
+    f.close(fd);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.mode & 07777));
+    problem = std::string("writable by group or others (mode ") + mode + ")";
     return read_status::invalid;
   }
   if (!e && (st.size < entry_header_size || st.size > 2 * max_cubin_bytes)) {

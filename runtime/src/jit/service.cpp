@@ -61,6 +61,17 @@ std::function<std::shared_ptr<sass_cache>()>& armed_cache() {
   static auto* f = new std::function<std::shared_ptr<sass_cache>()>();
   return *f;
 }
+// The installed cache, or null: an armed cache is not opened (what has nothing to flush).
+std::shared_ptr<sass_cache> installed_cache() {
+  std::lock_guard<std::mutex> lock(cache_mu());
+  return cache_slot();
+}
+
+// Installs what `make` returns, the null cache where it returns null. Under cache_mu().
+void install_made_cache(const std::function<std::shared_ptr<sass_cache>()>& make) {
+  auto c = make();
+  cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+}
 
 }  // namespace
 
@@ -72,8 +83,7 @@ void set_sass_cache(std::shared_ptr<sass_cache> cache) {
 void install_sass_cache_if_none(const std::function<std::shared_ptr<sass_cache>()>& make) {
   std::lock_guard<std::mutex> lock(cache_mu());
   if (cache_slot()) return;
-  auto c = make();
-  cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+  install_made_cache(make);
 }
 
 void arm_sass_cache(std::function<std::shared_ptr<sass_cache>()> make) {
@@ -97,8 +107,7 @@ std::shared_ptr<sass_cache> get_sass_cache() {
   if (!cache_slot() && armed_cache()) {
     auto make = std::move(armed_cache());
     armed_cache() = nullptr;
-    auto c = make();
-    cache_slot() = c ? std::move(c) : std::make_shared<null_sass_cache>();
+    install_made_cache(make);
   }
   if (!cache_slot()) {
     static auto* none = new std::shared_ptr<sass_cache>(std::make_shared<null_sass_cache>());
@@ -401,11 +410,7 @@ void jit_service::at_exit_flush() {
         log_line(log_level::warn, "JIT cache: exiting with stores or background re-JITs still running after " +
                                       std::to_string(exit_flush_ms / 1000) + " s; they are lost");
       // Then the cache's own background work (a fleet cache's uploads of what was just stored).
-      std::shared_ptr<sass_cache> installed;
-      {
-        std::lock_guard<std::mutex> lock(cache_mu());
-        installed = cache_slot();
-      }
+      std::shared_ptr<sass_cache> installed = installed_cache();
       if (installed && !instance().parents_work()) installed->flush_at_exit();
     });
   });
@@ -646,7 +651,9 @@ void jit_service::wait_refreshes() {
     std::unique_lock<std::mutex> lock(mu_);
     idle_cv_.wait(lock, [&] { return refresh_pending_ == 0 && stores_pending_ == 0 && queued_pending_ == 0; });
   }
-  get_sass_cache()->flush(-1);  // e.g. a fleet cache's uploads of what was just stored
+  // E.g. a fleet cache's uploads of what was just stored. An armed cache that was never opened has
+  // nothing to flush: opening it here would create the cache directory after a load of SASS alone.
+  if (auto installed = installed_cache()) installed->flush(-1);
 }
 
 result<jit_result> jit_service::wait(const std::shared_ptr<jit_task>& t) {

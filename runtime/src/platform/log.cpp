@@ -89,7 +89,13 @@ void emit(log_level level, std::string_view text) {
       if (s.callback) {
         s.callback(level, line);
       } else {
-        std::fprintf(stderr, "fatpack: %s: %.*s\n", log_level_name(level), static_cast<int>(line.size()), line.data());
+        // A line quotes text from outside (an environment value, a cache entry's key text, a
+        // driver's log): control characters are written as '?', so none reaches a terminal as an
+        // escape sequence or a carriage return that overwrites the line. A callback gets the text.
+        std::string shown(line);
+        for (char& ch : shown)
+          if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) ch = '?';
+        std::fprintf(stderr, "fatpack: %s: %s\n", log_level_name(level), shown.c_str());
       }
     }
     if (nl == std::string_view::npos) break;

@@ -160,6 +160,11 @@ class admin {
   virtual status clear() = 0;
 };
 
+// The FATPACK_CACHE_* values of the environment that are not understood (FATPACK_CACHE_CODEC=zstd,
+// FATPACK_CACHE_MAXSIZE=lots, ...), one line each saying what is used instead: the runtime warns
+// about them once; the CLI commands that write entries print them.
+std::vector<std::string> environment_warnings();
+
 // "sm_86" / "sm_90a" / "86" / "9.0" -> 86 / 90 / 86 / 90 (a/f letters: the variant follows the PTX
 // entry, as at run time). An error names the text.
 result<std::uint32_t> parse_warm_target(const std::string& text);
