@@ -174,10 +174,10 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   [ "$(codec_of "$work/codec-zstd")" = 0 ] || fail "FATPACK_CACHE_CODEC=zstd: warm wrote codec $(codec_of "$work/codec-zstd")"
   run 0 "$fatpack" warm --help
   expect_in out.txt "FATPACK_CACHE_CODEC"
-  # An entry whose key text was replaced by terminal escapes (same length: the header checksum does
-  # not cover the texts): list and verify print it with '?' for each control character.
+  # An entry whose key text (at the header size, offset 12) was replaced by terminal escapes (same
+  # length: the header checksum does not cover the texts): list and verify print it with '?' for each control character.
   esc=$(ls "$work"/codec-default/v1/objects/*/*.fpc)
-  python3 -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[128:148]=b'\x1b[2J\x1b[31mEVIL\rXXXXXX'; open(p,'wb').write(b)" "$esc"
+  python3 -c "import struct,sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); t=struct.unpack_from('<I', b, 12)[0]; b[t:t+20]=b'\x1b[2J\x1b[31mEVIL\rXXXXXX'; open(p,'wb').write(b)" "$esc"
   run 0 "$fatpack" cache list --path "$work/codec-default"
   expect_in out.txt "\?\[2J\?\[31mEVIL\?XXXXXX"
   ! grep -q $'[\x1b\r]' out.txt || fail "cache list printed control characters from a key text"
