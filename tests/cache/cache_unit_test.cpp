@@ -20,7 +20,9 @@
 #include "fatpack/fatpack.hpp"
 
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -220,7 +222,16 @@ TEST_CASE("keys: every code-key field changes the key; the driver tier is separa
   CHECK(sz == 256ull << 20);
   CHECK(parse_size("2GiB", sz));
   CHECK(sz == 2ull << 30);
+  CHECK(parse_size("3Ki", sz));
+  CHECK(sz == 3ull << 10);
+  CHECK(parse_size("5B", sz));
+  CHECK(sz == 5);
   CHECK_FALSE(parse_size("lots", sz));
+  sz = 7;
+  CHECK_FALSE(parse_size("5i", sz));  // was 5 bytes: an 'i' without a unit
+  CHECK_FALSE(parse_size("5iB", sz));
+  CHECK_FALSE(parse_size("5KiiB", sz));
+  CHECK(sz == 7);
 }
 
 TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G was 0: unbounded, or prune all)") {
@@ -389,6 +400,18 @@ TEST_CASE("entries: round trip; every header bit flip, truncation and payload da
   const expected_key want_other{&other.code, &other.driver, 90};
   CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), want_other, h, drv, problem).has_value());
   CHECK(problem.find("another key") != std::string::npos);
+  {
+    // A planted key text of 64 KiB of escapes is quoted short and printable (it was quoted whole).
+    full_key long_key = k;
+    long_key.code.text = std::string(60000, '\x1b');
+    long_key.code.hash = make_full_key(key_for(0x7A)).code.hash;
+    auto planted = encode_entry(long_key, fatpack::core::byte_span(cubin90()), 1, why, codec);
+    REQUIRE(planted.has_value());
+    CHECK_FALSE(decode_entry(fatpack::core::byte_span(*planted), want, h, drv, problem).has_value());
+    CHECK(problem.find("another key") != std::string::npos);
+    CHECK(problem.size() < 300);
+    CHECK(problem.find('\x1b') == std::string::npos);
+  }
   const full_key newer = make_full_key(key_for(0x77, 90, 13010));
   const expected_key want_newer{&newer.code, &newer.driver, 90};
   CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), want_newer, h, drv, problem).has_value());
@@ -584,6 +607,30 @@ TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlin
   REQUIRE(std::system(("mv '" + d->entry_path(a) + "' '" + root + "/elsewhere' && ln -s '" + root + "/elsewhere' '" +
                        d->entry_path(a) + "'").c_str()) == 0);
   CHECK_FALSE(d->read_exact(a, 90).has_value());
+  // A Unix socket planted in its place: invalid (open gives ENXIO), removed, not an I/O error that
+  // keeps it and warns on every start.
+  ::unlink(d->entry_path(a).c_str());  // the symlink, if the read above left it
+  REQUIRE_FALSE(exists(d->entry_path(a)));
+  {
+    // Bound at a short path (sun_path holds 108 bytes), then renamed into place.
+    char short_dir[] = "/tmp/fpsockXXXXXX";
+    REQUIRE(::mkdtemp(short_dir) != nullptr);
+    const std::string sp = std::string(short_dir) + "/s";
+    const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(sock >= 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, sp.c_str(), sp.size() + 1);
+    REQUIRE(::bind(sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    ::close(sock);
+    REQUIRE(::rename(sp.c_str(), d->entry_path(a).c_str()) == 0);
+    ::rmdir(short_dir);
+  }
+  const auto io0 = stats().io_errors.load(), rej0 = stats().rejected.load();
+  CHECK_FALSE(d->read_exact(a, 90).has_value());
+  CHECK(stats().io_errors.load() == io0);
+  CHECK(stats().rejected.load() == rej0 + 1);
+  CHECK_FALSE(exists(d->entry_path(a)));
   // And the cache keeps working: a fresh store serves again.
   REQUIRE(d->write(a, fatpack::core::byte_span(cubin90()), why) == 0);
   CHECK(d->read_exact(a, 90).has_value());

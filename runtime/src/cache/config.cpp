@@ -20,7 +20,8 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
   if (errno == ERANGE) return false;  // more digits than 64 bits hold
   std::string suffix(end);
   if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
-  if (!suffix.empty() && (suffix.back() == 'i')) suffix.pop_back();
+  // "Ki", "Mi", ...: the 'i' only after a unit letter ("5i" and "5iB" are not sizes).
+  if (suffix.size() == 2 && suffix.back() == 'i') suffix.pop_back();
   std::uint64_t mult = 1;
   if (suffix.empty()) mult = 1;
   else if (suffix == "K" || suffix == "k") mult = 1ull << 10;

@@ -80,6 +80,10 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     if (e == ENOENT || e == ENOTDIR) return read_status::missing;
     problem = errno_text(e);  // ELOOP: a symlink planted in the cache
     if (e == ELOOP) return read_status::invalid;
+    if (e == ENXIO) {  // a Unix socket planted at the entry path: not a file, not a transient error
+      problem = "not a regular file (a socket)";
+      return read_status::invalid;
+    }
     io_problem("cannot open", path, e, kept);
     return read_status::io_error;
   }
