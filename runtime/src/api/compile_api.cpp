@@ -375,7 +375,10 @@ void store_jit_sass(jit_store& st, compile_report& rep, const std::string& modul
 
 // The code is copied once, into the registry's package (add_image borrows it while it packs; on a
 // hit, from the mapping of the cache entry: one fresh 1 MB buffer, not two).
-result<compiled> load_artifact(const compile_request& req, const artifact& a, const detail::device& dev) {
+// `release`: the artifact's code, given up once it is packed (its only user): a cache hit's mapping
+// is then gone before the driver loads the package.
+result<compiled> load_artifact(const compile_request& req, const artifact& a, const detail::device& dev,
+                               detail::sass_bytes* release = nullptr) {
   stopwatch sw;
   compiled c;
   c.report = a.report;
@@ -397,6 +400,7 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
     e.message = "fatpack::compile: the code NVRTC made for " + c.report.target + " is not loadable: " + e.message;
     return e;
   }
+  if (release) *release = detail::sass_bytes();
   load_options lo;
   lo.device = dev.ordinal;
   lo.package = package;
@@ -450,7 +454,7 @@ result<compiled> compile(const compile_request& request, const compile_options& 
   detail::wire_default_cache();
   auto a = build_for_arch(request, options, dev.value()->arch, dev.value()->driver_version);
   if (!a) return std::move(a).error();
-  return load_artifact(request, a.value(), *dev.value());
+  return load_artifact(request, a.value(), *dev.value(), &a.value().code);
 }
 
 std::vector<result<compiled>> compile_for_devices(const compile_request& request, const std::vector<int>& devices) {
