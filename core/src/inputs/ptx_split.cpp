@@ -616,7 +616,10 @@ result<ptx_split_result> split_ptx(byte_span bytes, std::string_view source, con
 
   ptx_split_result out;
   auto whole_module = [&](std::string reason) {
-    out.pieces.assign(1, ptx_piece{std::string(text), whole->kernels});
+    ptx_piece only;  // the module whole: no globals or ranges to name (ptx_piece's "not split")
+    only.text = std::string(text);
+    only.kernels = whole->kernels;
+    out.pieces.assign(1, std::move(only));
     out.unsplit_reason = std::move(reason);
     return out;
   };
