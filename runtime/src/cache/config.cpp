@@ -2,6 +2,7 @@
 #include "cache/config.hpp"
 
 #include "cache/fs.hpp"
+#include "platform/log.hpp"
 #include "platform/env.hpp"
 #include "platform/os.hpp"
 
@@ -37,14 +38,8 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
 
 namespace {
 
-// An environment value as a warning quotes it: at most 64 bytes, anything but printable ASCII as
-// '?', so a value cannot fill the log or write terminal escapes into it.
-std::string shown(const std::string& v) {
-  std::string s = v.substr(0, 64);
-  for (char& ch : s)
-    if (ch < 0x20 || ch > 0x7e) ch = '?';
-  return v.size() > 64 ? s + "..." : s;
-}
+// An environment value as a warning quotes it (at most 64 bytes, printable).
+std::string shown(const std::string& v) { return quoted_excerpt(v, 64); }
 
 std::string without_trailing_slashes(std::string s) {
   while (s.size() > 1 && s.back() == '/') s.pop_back();

@@ -1,6 +1,7 @@
 // Entry encoding and validation (entry.hpp).
 #include "cache/entry.hpp"
 
+#include "platform/log.hpp"
 #include "platform/os.hpp"
 
 #include "fatpack/core/codec.hpp"
@@ -174,19 +175,6 @@ std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_si
   return std::nullopt;
 }
 
-namespace {
-
-// A key text read from a file, as a message quotes it: at most 160 bytes, anything but printable
-// ASCII as '?' (a planted entry's text is up to 64 KiB of whatever its writer chose).
-std::string shown_text(const std::string& t) {
-  std::string s = t.substr(0, 160);
-  for (char& c : s)
-    if (c < 0x20 || c > 0x7e) c = '?';
-  return t.size() > 160 ? s + "... (" + std::to_string(t.size()) + " bytes)" : s;
-}
-
-}  // namespace
-
 std::optional<std::string> check_front(core::byte_span front, std::uint64_t file_size, const expected_key& want,
                                        entry_header& h, std::string& driver_text) {
   if (auto bad = parse_header(front, file_size, h)) return bad;
@@ -202,7 +190,7 @@ std::optional<std::string> check_front(core::byte_span front, std::uint64_t file
   // Both the hash and the full text must match: a file renamed to another key's name, or a hash
   // collision, is never served.
   if (want.code && (h.code_hash != want.code->hash || code_text != want.code->text))
-    return "entry holds another key (" + shown_text(code_text) + ")";
+    return "entry holds another key (" + quoted_excerpt(code_text, 160) + ")";  // a planted text: up to 64 KiB
   if (want.driver && (h.driver_hash != want.driver->hash || driver_text != want.driver->text))
     return "entry is for driver " + driver_text + ", not " + want.driver->text;
   if (!want.driver && XXH3_64bits(driver_text.data(), driver_text.size()) != h.driver_hash)

@@ -60,6 +60,13 @@ bool take_first_warning(log_level level, std::string_view& text, std::string& ow
 
 }  // namespace
 
+std::string quoted_excerpt(std::string_view text, std::size_t limit) {
+  std::string s(text.substr(0, limit));
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7e) ch = '?';
+  return text.size() > limit ? s + "..." : s;
+}
+
 const char* log_level_name(log_level level) {
   switch (level) {
     case log_level::error: return "error";

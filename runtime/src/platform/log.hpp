@@ -19,6 +19,10 @@ bool log_enabled(log_level level);
 // Emits one or more lines (split at '\n'), each prefixed.
 void log_line(log_level level, std::string_view text);
 const char* log_level_name(log_level level);
+// Text from outside (an environment value, a key text read from a cache file) as a message quotes it:
+// at most `limit` bytes, anything but printable ASCII as '?', "..." after a cut; it can neither fill
+// the log nor write terminal escapes into it.
+std::string quoted_excerpt(std::string_view text, std::size_t limit);
 // What fatpack::set_log_level / get_log_level / set_log_callback (api/settings_api.cpp) set and read.
 void set_log_threshold(log_level level);
 log_level log_threshold();
