@@ -261,6 +261,7 @@ struct kernel_dump {
   std::vector<double> ms;
   std::vector<std::vector<float>> out;
   std::vector<bool> complete;  // the block held the whole tile: the results are comparable
+  std::vector<std::string> shape;  // "block B, limit L": why a kernel was not compared
 };
 
 bool read_dump(const std::string& path, kernel_dump& d) {
@@ -271,8 +272,8 @@ bool read_dump(const std::string& path, kernel_dump& d) {
     std::string name;
     double ms = 0;
     std::size_t count = 0;
-    int complete = 0;
-    if (!(s >> name >> ms >> count >> complete) || count > (1u << 24)) return false;
+    int complete = 0, block = 0, limit = 0;
+    if (!(s >> name >> ms >> count >> complete >> block >> limit) || count > (1u << 24)) return false;
     std::vector<float> v(count);
     if (!f.read(reinterpret_cast<char*>(v.data()), std::streamsize(count * 4))) return false;
     f.get();  // the newline after the floats
@@ -280,6 +281,7 @@ bool read_dump(const std::string& path, kernel_dump& d) {
     d.ms.push_back(ms);
     d.out.push_back(std::move(v));
     d.complete.push_back(complete == 1);
+    d.shape.push_back("block " + std::to_string(block) + ", limit " + std::to_string(limit));
   }
   return !d.names.empty();
 }
@@ -322,7 +324,13 @@ void run_speed(const settings& s, tsv_writer& tsv) {
       ++n;
       log_sum += std::log(d.ms[k] / base.ms[j]);
       sum_ms += d.ms[k];
-      if (!d.complete[k] || !base.complete[j] || d.out[k].size() != base.out[j].size()) continue;
+      if (!d.complete[k] || !base.complete[j] || d.out[k].size() != base.out[j].size()) {
+        // Said, not hidden: a table of "0 of 0" once hid every kernel being skipped.
+        std::fprintf(stderr, "speed: %s %s not compared: %s (%zu results) against sass %s (%zu results)\n",
+                     paths[p].first.c_str(), d.names[k].c_str(), d.shape[k].c_str(), d.out[k].size(),
+                     base.shape[j].c_str(), base.out[j].size());
+        continue;
+      }
       ++compared;
       bool close = true, same = true;
       for (std::size_t i = 0; i < d.out[k].size(); ++i) {

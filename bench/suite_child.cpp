@@ -13,7 +13,7 @@
 //           then every module (as fatpack_coldstart_bench). jits: fatpack::cache_stats().jits.
 //   speed   --path sass|driver|driver-split0|fatpack (--image FILE | --pkg PKG) --names PKG --dump FILE
 //           loads as above (untimed), then times every kernel with events (median of 10 launches)
-//           and writes "<kernel> <ms> <count> <complete>" and the output floats per kernel to FILE.
+//           and writes "<kernel> <ms> <count> <complete> <block> <limit>" and the output floats per kernel to FILE.
 #include "suite.hpp"
 
 #include "fatpack/fatpack.hpp"
@@ -292,8 +292,8 @@ int speed(const options& o) {
       }
       std::sort(times.begin(), times.end());
       check(dtoh(y.data(), dy, out_count * 4), "cuMemcpyDtoH");
-      std::fprintf(out, "%s %.6f %zu %d\n", names[k].c_str(), times[times.size() / 2], out_count,
-                   block == tile * tile ? 1 : 0);
+      std::fprintf(out, "%s %.6f %zu %d %d %d\n", names[k].c_str(), times[times.size() / 2], out_count,
+                   block == tile * tile ? 1 : 0, block, limit);
       std::fwrite(y.data(), 4, out_count, out);
       std::fputc('\n', out);
     }

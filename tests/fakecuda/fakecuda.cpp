@@ -89,7 +89,9 @@
 // CUDA_ERROR_INVALID_HANDLE and a stale use. fakecuda_live_libraries() counts those not unloaded.
 //
 // Introspection for in-process tests: fakecuda_jit_count(), fakecuda_module_loads(),
-// fakecuda_live_modules(), fakecuda_live_libraries(), fakecuda_primary_refcount(dev),
+// fakecuda_live_modules(), fakecuda_live_libraries(), fakecuda_preserved_libraries() (loaded with
+// CU_LIBRARY_BINARY_IS_PRESERVED: such an image is checked again at each lazy load into a context),
+// fakecuda_primary_refcount(dev),
 // fakecuda_launches(), fakecuda_stale_uses(), fakecuda_live_modules_in(ctx).
 #include <cuda.h>
 
@@ -246,6 +248,12 @@ struct fake_library {
   std::map<std::string, fake_kernel*> by_name;
   bool unloaded = false;               // by cuLibraryUnload; kept (never freed) to count stale uses
   std::map<std::pair<fake_ctx*, unsigned long long>, fake_module*> per_context;  // its module in a context
+  // CU_LIBRARY_BINARY_IS_PRESERVED: the caller promised the image until cuLibraryUnload. The fake
+  // reads it again (and compares a checksum) whenever it loads the library into a context, as a
+  // driver that took the promise would: a freed or changed image is a stale use (and an ASan error).
+  const std::uint8_t* preserved = nullptr;
+  std::size_t preserved_size = 0;
+  std::uint64_t preserved_sum = 0;
 };
 struct fake_kernel {
   std::uint32_t magic = 0x4b45524e;  // "KERN"
@@ -285,6 +293,7 @@ std::atomic<int> g_jit_count{0};
 std::atomic<int> g_module_loads{0};
 std::atomic<int> g_live_modules{0};
 std::atomic<int> g_live_libraries{0};
+std::atomic<int> g_preserved_libraries{0};  // loaded with CU_LIBRARY_BINARY_IS_PRESERVED (ever)
 thread_local std::vector<fake_ctx*> t_ctx_stack;
 
 fake_ctx* current() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
@@ -1257,9 +1266,27 @@ bool fits(int sm, bool arch_specific, int cc) {
   return arch_specific ? sm == cc : (sm / 10 == cc / 10 && sm % 10 <= cc % 10);
 }
 
+// FNV-1a over 8-byte words of a preserved image (the fake's own check; any checksum would do, and
+// a cheap one keeps the fake's load cost near nothing for the benchmarks that run on it).
+std::uint64_t image_sum(const std::uint8_t* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) h = (h ^ get<std::uint64_t>(p, i)) * 1099511628211ull;
+  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+// The bytes of an image the fake knows the end of: a cubin up to the end of its section header
+// table, PTX up to its NUL.
+std::size_t image_extent(const std::uint8_t* p) {
+  if (p[0] == 0x7f && p[1] == 'E') return static_cast<std::size_t>(get<std::uint64_t>(p, 40) + 64u * get<std::uint16_t>(p, 60));
+  return std::strlen(reinterpret_cast<const char*>(p)) + 1;
+}
+
 CUresult fk_cuLibraryLoadData(CUlibrary* out, const void* image, CUjit_option*, void**, unsigned int,
-                              CUlibraryOption*, void**, unsigned int) {
+                              CUlibraryOption* lib_keys, void**, unsigned int lib_count) {
   if (!out || !image) return CUDA_ERROR_INVALID_VALUE;
+  bool preserve = false;
+  for (unsigned i = 0; i < lib_count && lib_keys; ++i) preserve = preserve || lib_keys[i] == CU_LIBRARY_BINARY_IS_PRESERVED;
   if (!ready()) return CUDA_ERROR_NOT_INITIALIZED;
   const auto* p = static_cast<const std::uint8_t*>(image);
   auto* lib = new fake_library();
@@ -1285,6 +1312,12 @@ CUresult fk_cuLibraryLoadData(CUlibrary* out, const void* image, CUjit_option*, 
   } else {
     delete lib;
     return CUDA_ERROR_INVALID_IMAGE;
+  }
+  if (preserve) {
+    lib->preserved = p;
+    lib->preserved_size = image_extent(p);
+    lib->preserved_sum = image_sum(p, lib->preserved_size);
+    ++g_preserved_libraries;
   }
   ++g_live_libraries;
   *out = reinterpret_cast<CUlibrary>(lib);
@@ -1335,6 +1368,10 @@ CUresult library_module(fake_library* lib, fake_module** out) {
   const int cc = cfg().devices[static_cast<std::size_t>(ctx->device)];
   if (lib->sm && !fits(lib->sm, lib->arch_specific, cc)) return CUDA_ERROR_NO_BINARY_FOR_GPU;
   auto& mod = lib->per_context[{ctx, ctx->id}];
+  if (!mod && lib->preserved && image_sum(lib->preserved, lib->preserved_size) != lib->preserved_sum) {
+    ++g_stale_uses;  // the image the caller promised to keep was freed or changed
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
   if (!mod) {
     mod = new fake_module();
     mod->ctx = ctx;
@@ -1609,6 +1646,7 @@ __attribute__((visibility("default"))) int fakecuda_jit_count(void) { return g_j
 __attribute__((visibility("default"))) int fakecuda_module_loads(void) { return g_module_loads.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules(void) { return g_live_modules.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_libraries(void) { return g_live_libraries.load(); }
+__attribute__((visibility("default"))) int fakecuda_preserved_libraries(void) { return g_preserved_libraries.load(); }
 __attribute__((visibility("default"))) int fakecuda_launches(void) { return g_launches.load(); }
 __attribute__((visibility("default"))) int fakecuda_stale_uses(void) { return g_stale_uses.load(); }
 __attribute__((visibility("default"))) int fakecuda_live_modules_in(void* ctx) {

@@ -33,6 +33,9 @@
 //             CUfunction, and through its function) in a context made before the load, one made after,
 //             the primary context, and the first again after another was destroyed; the second device
 //             gets its own library and entry
+//   library-preserved  a library of an uncompressed SASS entry of a package the runtime owns is loaded
+//             with CU_LIBRARY_BINARY_IS_PRESERVED (the driver need not copy it), an LZ4 one is not; the
+//             fake reads a preserved image again when the library enters a context made after the load
 //   typed     module::kernel<Args...>: the arguments checked against the kernel's parameters (typed.cu's
 //             mix: a pointer, a char, a double, an int, a pointer), the launch in the module's context
 //             from a thread where another context is current (which stays current); on the fake the
@@ -966,6 +969,51 @@ int main(int argc, char** argv) {
     }
     lib->reset();
     cu.ctx_destroy(before);
+  });
+
+  run_case("library-preserved: a library of an uncompressed entry is loaded from the package in place, a decoded one is not",
+           [] {
+    // Packages the runtime owns (copied in): one uncompressed, one LZ4. Only the first may be given to
+    // cuLibraryLoadData as CU_LIBRARY_BINARY_IS_PRESERVED: a decoded entry's buffer goes after the
+    // load, and the fake reads a preserved image again whenever the library enters a new context.
+    const std::vector<std::string> items = {"vadd.sm_80.cubin", "vadd.sm_90.cubin", "vadd.compute_80.ptx"};
+    for (const auto codec : {fatpack::core::codec::none, fatpack::core::codec::lz4}) {
+      const std::string name = codec == fatpack::core::codec::none ? "pres_none" : "pres_lz4";
+      std::vector<fatpack::core::entry_input> entries;
+      for (const auto& item : items) {
+        auto bytes = read_file(item);
+        auto r = fatpack::core::import_input(fatpack::core::byte_span(bytes), item, name);
+        EXPECT(r.has_value(), "import %s", item.c_str());
+        if (r) for (auto& e : r.value()) entries.push_back(std::move(e));
+      }
+      fatpack::core::pack_options po;
+      po.codec = codec;
+      auto pkg = fatpack::core::write_package(name, entries, po);
+      EXPECT(pkg.has_value(), "write_package %s", name.c_str());
+      if (!pkg) return;
+      auto added = fatpack::add_package_memory(pkg->data(), pkg->size(), name);
+      EXPECT(added.ok(), "add_package_memory %s: %s", name.c_str(), added ? "" : added.error().what());
+      pkg->assign(pkg->size(), 0xee);  // the runtime has its own copy: ours may change
+      const int preserved = fake_stat("fakecuda_preserved_libraries");
+      const int stale = fake_stat("fakecuda_stale_uses");
+      fatpack::load_options o;
+      o.device = 0;
+      auto lib = fatpack::load_library(name, o);
+      EXPECT(lib.has_value(), "load_library(%s): %s", name.c_str(), lib ? "" : lib.error().what());
+      if (!lib) return;
+      const bool sass = lib->report().target.rfind("sm_", 0) == 0;
+      if (g_fake)
+        EXPECT(fake_stat("fakecuda_preserved_libraries") == preserved + (codec == fatpack::core::codec::none && sass),
+               "%s (%s): preserved libraries %d -> %d", name.c_str(), lib->report().target.c_str(), preserved,
+               fake_stat("fakecuda_preserved_libraries"));
+      // Into a context made after the load: the fake (lazy, as the driver is) reads the image now.
+      CUcontext c = nullptr;
+      EXPECT(cu.ctx_create(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
+      auto f = lib->function("vadd");
+      EXPECT(f.has_value(), "%s: function(vadd) in a new context: %s", name.c_str(), f ? "" : f.error().what());
+      EXPECT(fake_stat("fakecuda_stale_uses") == stale, "%s: the preserved image changed under the library", name.c_str());
+      cu.ctx_destroy(c);
+    }
   });
 
   run_case("typed: a module's kernel with its argument types, checked once, launched in the module's context", [] {

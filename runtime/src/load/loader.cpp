@@ -41,8 +41,10 @@ struct load_outcome {
 };
 
 // cuModuleLoadDataEx with the driver's error log captured, in `ctx`; or cuLibraryLoadData (no
-// context) when `lib` is given.
-load_outcome load_image(const driver& d, CUcontext ctx, const void* image, CUlibrary* lib = nullptr) {
+// context) when `lib` is given. `preserved`: the image stays where it is, unchanged, until the
+// library is unloaded (CU_LIBRARY_BINARY_IS_PRESERVED), so the driver need not copy it.
+load_outcome load_image(const driver& d, CUcontext ctx, const void* image, CUlibrary* lib = nullptr,
+                        bool preserved = false) {
   constexpr std::size_t log_size = 16 * 1024;
   auto err = std::make_unique<char[]>(log_size);
   err[0] = 0;
@@ -50,7 +52,10 @@ load_outcome load_image(const driver& d, CUcontext ctx, const void* image, CUlib
   void* vals[] = {err.get(), reinterpret_cast<void*>(static_cast<std::uintptr_t>(log_size - 1))};
   load_outcome out;
   if (lib) {
-    out.status = d.cuLibraryLoadData(lib, image, keys, vals, 2, nullptr, nullptr, 0);
+    CUlibraryOption lib_keys[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+    void* lib_vals[] = {reinterpret_cast<void*>(std::uintptr_t{1})};
+    out.status = d.cuLibraryLoadData(lib, image, keys, vals, 2, preserved ? lib_keys : nullptr,
+                                     preserved ? lib_vals : nullptr, preserved ? 1u : 0u);
     if (out.status != CUDA_SUCCESS) {
       *lib = nullptr;
       out.log = std::string(err.get(), strnlen(err.get(), log_size));
@@ -208,9 +213,9 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     CUresult status = CUDA_SUCCESS;
     load_outcome lo;
     // Hands `image` to the driver in the module's context and records the outcome in `a`.
-    auto load_and_record = [&](const void* image, const char* call) {
+    auto load_and_record = [&](const void* image, const char* call, bool preserved = false) {
       stopwatch sw;
-      lo = load_image(drv, st->ctx.ctx, image, library ? &st->lib : nullptr);
+      lo = load_image(drv, st->ctx.ctx, image, library ? &st->lib : nullptr, preserved);
       a.load_ms = sw.ms();
       status = lo.status;
       if (status != CUDA_SUCCESS) {
@@ -256,7 +261,12 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
         rep.attempts.push_back(std::move(a));
         continue;
       }
-      load_and_record(image, "cuModuleLoadDataEx");
+      // An uncompressed entry is loaded from the package itself, which the module state keeps (and,
+      // for a package of an object that can be unloaded, pins): a library may then skip its own copy.
+      // Not for borrowed bytes (the caller's promise is about the package, not the driver's life of
+      // a library) nor a decoded entry (its buffer goes after the load).
+      const bool preserved = !raw && (me.package->keep || me.package->embedded);
+      load_and_record(image, "cuModuleLoadDataEx", preserved);
     } else {  // PTX through the driver's JIT or nvJitLink, LTO-IR through nvJitLink (jit/service)
       a.jit = true;
       jit_request req;
