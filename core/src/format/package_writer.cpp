@@ -10,11 +10,30 @@
 
 #include <limits>
 #include <map>
+
+#include <sys/mman.h>
 #include <set>
 #include <tuple>
 
 namespace fatpack::core {
 namespace {
+
+// Maps a fresh buffer's pages in one call (MADV_POPULATE_WRITE, Linux 5.14) before it is filled:
+// a 1 MB package fills 256 fresh pages, and one fault each costs more than the copy (add_image on a
+// fatpack::compile hit). Best effort: an older kernel says EINVAL and the faults happen as before.
+void prefault(void* p, std::size_t n) {
+#ifdef __linux__
+  constexpr int populate_write = 23;  // MADV_POPULATE_WRITE; older headers lack the name
+  constexpr std::uintptr_t page = 4096;
+  if (n < 64 * page) return;  // small buffers: not worth a system call
+  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(page - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, populate_write);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
 
 using namespace layout;
 
@@ -164,7 +183,10 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
   }
   const std::uint64_t total = pos;
 
-  std::vector<std::uint8_t> out(std::size_t(total), 0);
+  std::vector<std::uint8_t> out;
+  out.reserve(std::size_t(total));
+  prefault(out.data(), std::size_t(total));
+  out.resize(std::size_t(total), 0);
   std::uint8_t* h = out.data();
   std::memcpy(h + h_magic, package_magic, sizeof package_magic);
   put16(h + h_major, format_major);
