@@ -2,7 +2,9 @@
 // no runtime of their own) are dlopen()ed and dlclose()d in a loop, alternating two different ones,
 // so that one is often mapped where the other was. This process's runtime must see each while it
 // is loaded, forget it once it is unloaded, never read the unloaded bytes (the ASan job runs this),
-// and keep a library mapped while a module handle loaded from it lives.
+// and keep a library mapped while a module or library handle loaded from it lives (a library of
+// unload_b's uncompressed SASS is loaded in place, CU_LIBRARY_BINARY_IS_PRESERVED, and first used
+// in a context after dlclose).
 #include <doctest/doctest.h>
 
 #include "fatpack/fatpack.hpp"
@@ -38,6 +40,15 @@ std::uintptr_t base_of(void* h) {
   Dl_info info{};
   REQUIRE(dladdr(f, &info) != 0);
   return reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+}
+
+// A counter of the fake driver (tests/fakecuda); -1 on a real driver.
+int fake_count(const char* name) {
+  void* h = dlopen(fatpack::driver_library().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  auto f = h ? reinterpret_cast<int (*)()>(dlsym(h, name)) : nullptr;
+  const int v = f ? f() : -1;
+  if (h) dlclose(h);
+  return v;
 }
 
 }  // namespace
@@ -80,15 +91,28 @@ TEST_CASE("unloading: a dlclose()d library's package is forgotten, a library map
       REQUIRE(m.has_value());
       CHECK(m->package_name() == l.package);
       CHECK(m->function("vadd").has_value());
+      // A CUlibrary too: unload_b is uncompressed, so its SASS is given to the driver in place
+      // (CU_LIBRARY_BINARY_IS_PRESERVED) and read again at the library's first use in a context.
+      const int preserved = fake_count("fakecuda_preserved_libraries");
+      auto lib = fatpack::load_library("unload_vadd", o);
+      INFO((lib.has_value() ? std::string() : std::string(lib.error().what())));
+      REQUIRE(lib.has_value());
+      if (preserved >= 0)
+        CHECK(fake_count("fakecuda_preserved_libraries") == preserved + (l.package == std::string("unload_b") ? 1 : 0));
+      const int stale = fake_count("fakecuda_stale_uses");
+      if (round % 2 == 0) CHECK(lib->function("vadd").has_value());
       if (round % 2 == 1) {
-        // Held across dlclose: the handle's pin keeps the library mapped, and its package listed.
+        // Held across dlclose: the handles' pin keeps the library mapped, and its package listed.
         REQUIRE(dlclose(h) == 0);
         h = nullptr;
         CHECK(loaded(l.path));
         CHECK(listed(l.package));
         CHECK(m->function("vadd").has_value());
+        // The library's first use in a context, after dlclose: the driver reads the bytes now.
+        CHECK(lib->function("vadd").has_value());
       }
-    }  // the handle goes (with it the pin: an odd round's library is unloaded here)
+      if (stale >= 0) CHECK(fake_count("fakecuda_stale_uses") == stale);
+    }  // the handles go (with them the pin: an odd round's library is unloaded here)
     if (h) REQUIRE(dlclose(h) == 0);
     CHECK_FALSE(loaded(l.path));
     CHECK_FALSE(listed(l.package));
