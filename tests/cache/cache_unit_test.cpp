@@ -979,6 +979,32 @@ TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp 
   CHECK(clean_temp_files(*d, 24 * 3600) == 1);
 }
 
+TEST_CASE("an entry larger than the cache's size limit is not stored, and says so once; the others stay") {
+  const std::string root = fresh("toobig");
+  config cfg = cfg_for(root);
+  auto small = disk_cache::create(cfg);
+  small->store(key_for(1), fatpack::core::byte_span(cubin90()));  // a bound of 1 GiB: stored
+  REQUIRE(small->find(key_for(1), false).has_value());
+  std::uint64_t one = 0;  // the entry's size on disk, from the index
+  {
+    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+    one = d->index()->total_bytes();
+  }
+  REQUIRE(one > cubin90().size());
+  // A bound below one entry: before, the store went in and evicted everything else to make room,
+  // leaving the cache over its bound.
+  cfg.max_bytes = one - 1;
+  auto c = disk_cache::create(cfg);
+  log_capture logs;
+  c->store(key_for(2), fatpack::core::byte_span(cubin90()));
+  c->store(key_for(3), fatpack::core::byte_span(cubin90()));
+  CHECK_FALSE(c->find(key_for(2), false).has_value());
+  CHECK_FALSE(c->find(key_for(3), false).has_value());
+  CHECK(c->find(key_for(1), false).has_value());  // nothing else was evicted for it
+  CHECK(logs.count("larger than the cache's size limit") == 1);
+  CHECK(c->mode() == fatpack::cache_mode::read_write);  // not a reason to stop writing
+}
+
 TEST_CASE("faults through the seam: full disk and quota degrade to read-only with one warning") {
   for (const char* op : {"allocate", "pwrite"}) {
     for (int err : {ENOSPC, EDQUOT}) {

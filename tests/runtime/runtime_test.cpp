@@ -423,6 +423,21 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   fatpack_register_embedded(&rec);  // twice: counted once
   auto e = load("emb_vadd");
   CHECK(e.report().package == "embpkg");
+  {
+    // A registered record's object may be dlclose()d and is not pinned: a library of its
+    // uncompressed SASS gets the driver's own copy, never CU_LIBRARY_BINARY_IS_PRESERVED (packages
+    // the runtime owns or pins do: context_test "library-preserved", unload_test).
+    static const std::vector<std::uint8_t> plain =
+        make_package("embplain", entries_of("emb_plain", {"vadd.sm_90.cubin"}), core::codec::none);
+    static const core::registry_record plain_rec{core::registry_record_magic, core::registry_record_version,
+                                                 "embplain", plain.data(), plain.data() + plain.size()};
+    fatpack_register_embedded(&plain_rec);
+    const int preserved = fake_stat("fakecuda_preserved_libraries");
+    auto lib = fatpack::load_library("emb_plain");
+    REQUIRE_MESSAGE(lib.has_value(), (lib ? std::string() : std::string(lib.error().what())));
+    CHECK(fake_stat("fakecuda_preserved_libraries") == preserved);
+    CHECK(lib->function("vadd").has_value());
+  }
   auto pk = fatpack::packages().value();
   int embpkg = 0;
   for (const auto& p : pk) embpkg += p.name == "embpkg";

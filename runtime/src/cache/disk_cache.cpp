@@ -141,6 +141,8 @@ void disk_cache::store(const jit_key& key, core::byte_span sass) noexcept {
     }
     if (e == EINVAL) {
       log_line(log_level::debug, "JIT cache: not stored: " + why);
+    } else if (e == EFBIG) {
+      u->warn_once("too big", "JIT cache: not stored: " + why);
     } else if (e == ENOSPC || e == EDQUOT) {
       degrade("the disk is full or the quota exceeded (" + why + ")");
     } else if (e == EROFS || e == EACCES || e == EPERM) {

@@ -275,6 +275,13 @@ int cache_dir::write(const full_key& k, core::byte_span cubin, std::string& why)
   fs& f = current_fs();
   auto bytes = encode_entry(k, cubin, f.now_unix_ns(), why, codec_);
   if (!bytes) return EINVAL;
+  // An entry larger than the whole cache may hold would evict everything else and still leave the
+  // cache over its bound: it is not stored (the process keeps its SASS in memory).
+  if (max_bytes_ && bytes->size() > max_bytes_) {
+    why = "an entry of " + std::to_string(bytes->size()) + " bytes is larger than the cache's size limit (" +
+          std::to_string(max_bytes_) + " bytes, FATPACK_CACHE_MAXSIZE)";
+    return EFBIG;
+  }
   const std::string fan = fanout_dir(k.code.hash);
   int e = f.mkdir(fan, 0700);
   if (e == ENOENT) e = make_dirs(f, fan, 0700);  // objects/ itself is missing (removed by hand?)

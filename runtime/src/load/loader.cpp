@@ -264,8 +264,9 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
       // An uncompressed entry is loaded from the package itself, which the module state keeps (and,
       // for a package of an object that can be unloaded, pins): a library may then skip its own copy.
       // Not for borrowed bytes (the caller's promise is about the package, not the driver's life of
-      // a library) nor a decoded entry (its buffer goes after the load).
-      const bool preserved = !raw && (me.package->keep || me.package->embedded);
+      // a library), a package registered by fatpack_register_embedded() (its object may be
+      // dlclose()d and is not pinned), nor a decoded entry (its buffer goes after the load).
+      const bool preserved = !raw && (me.package->keep || (me.package->embedded && !me.package->registered));
       load_and_record(image, "cuModuleLoadDataEx", preserved);
     } else {  // PTX through the driver's JIT or nvJitLink, LTO-IR through nvJitLink (jit/service)
       a.jit = true;

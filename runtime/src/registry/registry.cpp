@@ -183,9 +183,11 @@ void registry::scan_records_locked() {
       log_line(log_level::warn, "skipped embedded package: " + parsed.error().message);
       continue;
     }
+    const bool in_section = section_records_ && rec >= __start_fatpack_registry && rec < __stop_fatpack_registry;
     for (auto& p : parsed.value()) {
       p->source = "embedded";
       p->embedded = true;
+      p->registered = !in_section;
     }
     if (auto s = add_parsed_locked({parsed.value().begin(), parsed.value().end()}); !s) {
       skipped_.push_back(s.error().message);

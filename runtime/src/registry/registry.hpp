@@ -67,6 +67,9 @@ struct registered_package {
   // the loader does not hash an uncompressed entry of it again.
   bool written_here = false;
   bool from_note = false;              // found through a note (walked again after loads/unloads)
+  // Found through a record passed to fatpack_register_embedded() (not the runtime's own section):
+  // its object is unknown, may be dlclose()d, and is not pinned.
+  bool registered = false;
   // Found through a note of a loaded object that may be unloaded (not the program, not the
   // runtime's own object): handed out pinned.
   bool unloadable = false;
