@@ -590,6 +590,49 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
   }
 }
 
+TEST_CASE("store: a large entry's header size forged (re-checksummed): refused, or served only with the right bytes") {
+  // The two-step read (front, then the cubin mapped or read at the header's offsets) with every
+  // header size a planted file may hold: never a crash, a read past the file, or wrong bytes.
+  auto big = cubin90();
+  big.resize(max_entry_front + 100 * 1024, 0);
+  const std::string root = fresh("forged-hs");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+  const full_key k = make_full_key(key_for(51));
+  std::string why;
+  REQUIRE(d->write(k, fatpack::core::byte_span(big), why) == 0);
+  const std::string path = d->entry_path(k);
+  const std::vector<std::uint8_t> good = read_file(path);
+  entry_header h;
+  REQUIRE_FALSE(parse_header(fatpack::core::byte_span(good.data(), good.size()), good.size(), h).has_value());
+  // `file` with header size `hs`, minor `minor`, `insert` bytes of `fill` added after the header's
+  // padding; served or not, and equal to the cubin when served.
+  auto served = [&](std::uint32_t hs, std::uint16_t minor, std::size_t insert, std::uint8_t fill) {
+    std::vector<std::uint8_t> f = good;
+    f.insert(f.begin() + h.header_size, insert, fill);
+    std::memcpy(f.data() + 12, &hs, 4);
+    std::memcpy(f.data() + 10, &minor, 2);
+    const std::uint64_t sum = XXH3_64bits(f.data(), 120);
+    std::memcpy(f.data() + 120, &sum, 8);
+    fatpack_test::write_file(path, f);
+    ::chmod(path.c_str(), 0600);
+    auto hit = d->read_exact(k, 90);
+    if (hit) CHECK(*hit == big);
+    return hit.has_value();
+  };
+  CHECK_FALSE(served(0, 2, 0, 0));
+  CHECK_FALSE(served(entry_header_size - 1, 2, 0, 0));
+  CHECK_FALSE(served(h.header_size - 1, 2, 0, 0));           // texts and cubin one byte early
+  CHECK_FALSE(served(h.header_size + 1, 2, 0, 0));           // one byte late: sizes disagree
+  CHECK_FALSE(served(0xFFFFFFFFu, 2, 0, 0));
+  CHECK_FALSE(served(static_cast<std::uint32_t>(good.size()), 2, 0, 0));  // header to the file's end
+  CHECK(served(h.header_size + 64, 2, 64, 0));               // more zero padding: still aligned, valid
+  CHECK(served(h.header_size + 3, 2, 3, 0));                 // unaligned: read, not mapped, valid
+  CHECK_FALSE(served(h.header_size + 64, 2, 64, 0xAA));      // padding not zero in a minor this reader knows
+  CHECK(served(h.header_size + 64, 3, 64, 0xAA));            // a later minor's header bytes: skipped
+  CHECK_FALSE(served(h.header_size + 80000, 2, 80000, 0));   // texts past the front read: refused, bounded
+}
+
 TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlink: never served, removed") {
   const std::string root = fresh("wrongname");
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
