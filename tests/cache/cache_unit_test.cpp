@@ -34,6 +34,7 @@
 #include <cstring>
 #include <cerrno>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -124,9 +125,13 @@ class faulty_fs final : public fs {
   }
   void close(int fd) override { real.close(fd); }
   bool short_read = false;  // every pread reads half and reports the end of the file
+  // Runs after each pread (descriptor, offset): a file changed between two steps of a reader.
+  std::function<void(int, std::uint64_t)> after_pread;
   int pread(int fd, void* b, std::size_t n, std::uint64_t o, std::size_t& got) override {
     if (int e = f("pread")) return e;
-    return real.pread(fd, b, short_read ? n / 2 : n, o, got);
+    const int e = real.pread(fd, b, short_read ? n / 2 : n, o, got);
+    if (!e && after_pread) after_pread(fd, o);
+    return e;
   }
   int pwrite(int fd, const void* b, std::size_t n, std::uint64_t o) override {
     if (int e = f("pwrite")) return e;
@@ -137,7 +142,9 @@ class faulty_fs final : public fs {
     return real.allocate(fd, n);
   }
   int fstat(int fd, file_stat& st) override { return real.fstat(fd, st); }
+  int map_reads = 0;  // map_read calls
   int map_read(int fd, std::uint64_t n, const void*& a) override {
+    ++map_reads;
     if (int e = f("map_read")) return e;
     return real.map_read(fd, n, a);
   }
@@ -581,6 +588,49 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
     CHECK_FALSE(hit->mapped());
     CHECK(*hit == big);
   }
+}
+
+TEST_CASE("store: a large entry's header size forged (re-checksummed): refused, or served only with the right bytes") {
+  // The two-step read (front, then the cubin mapped or read at the header's offsets) with every
+  // header size a planted file may hold: never a crash, a read past the file, or wrong bytes.
+  auto big = cubin90();
+  big.resize(max_entry_front + 100 * 1024, 0);
+  const std::string root = fresh("forged-hs");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+  const full_key k = make_full_key(key_for(51));
+  std::string why;
+  REQUIRE(d->write(k, fatpack::core::byte_span(big), why) == 0);
+  const std::string path = d->entry_path(k);
+  const std::vector<std::uint8_t> good = read_file(path);
+  entry_header h;
+  REQUIRE_FALSE(parse_header(fatpack::core::byte_span(good.data(), good.size()), good.size(), h).has_value());
+  // `file` with header size `hs`, minor `minor`, `insert` bytes of `fill` added after the header's
+  // padding; served or not, and equal to the cubin when served.
+  auto served = [&](std::uint32_t hs, std::uint16_t minor, std::size_t insert, std::uint8_t fill) {
+    std::vector<std::uint8_t> f = good;
+    f.insert(f.begin() + h.header_size, insert, fill);
+    std::memcpy(f.data() + 12, &hs, 4);
+    std::memcpy(f.data() + 10, &minor, 2);
+    const std::uint64_t sum = XXH3_64bits(f.data(), 120);
+    std::memcpy(f.data() + 120, &sum, 8);
+    fatpack_test::write_file(path, f);
+    ::chmod(path.c_str(), 0600);
+    auto hit = d->read_exact(k, 90);
+    if (hit) CHECK(*hit == big);
+    return hit.has_value();
+  };
+  CHECK_FALSE(served(0, 2, 0, 0));
+  CHECK_FALSE(served(entry_header_size - 1, 2, 0, 0));
+  CHECK_FALSE(served(h.header_size - 1, 2, 0, 0));           // texts and cubin one byte early
+  CHECK_FALSE(served(h.header_size + 1, 2, 0, 0));           // one byte late: sizes disagree
+  CHECK_FALSE(served(0xFFFFFFFFu, 2, 0, 0));
+  CHECK_FALSE(served(static_cast<std::uint32_t>(good.size()), 2, 0, 0));  // header to the file's end
+  CHECK(served(h.header_size + 64, 2, 64, 0));               // more zero padding: still aligned, valid
+  CHECK(served(h.header_size + 3, 2, 3, 0));                 // unaligned: read, not mapped, valid
+  CHECK_FALSE(served(h.header_size + 64, 2, 64, 0xAA));      // padding not zero in a minor this reader knows
+  CHECK(served(h.header_size + 64, 3, 64, 0xAA));            // a later minor's header bytes: skipped
+  CHECK_FALSE(served(h.header_size + 80000, 2, 80000, 0));   // texts past the front read: refused, bounded
 }
 
 TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlink: never served, removed") {
@@ -1282,6 +1332,57 @@ TEST_CASE("admin: verify refuses an entry whose cubin is not for its key's CC, a
   for (const auto& p : problems) seen |= p.file == d->entry_path(k) && p.problem.find("sm_90") != std::string::npos;
   CHECK(seen);
   CHECK_FALSE(d->read_exact(k, 90).has_value());  // what the runtime does with it
+}
+
+TEST_CASE("admin: verify and list read a large entry, never map it (the directory may be rewritten in place)") {
+  // `fatpack cache verify` / `list` / `doctor` open any directory read-only: a prebuilt layer, a cache
+  // on NFS. Their entries were mapped as the per-user cache's are, so an entry truncated by a `cp`
+  // over it (or by another host) while it was checked killed the command with SIGBUS.
+  auto big = cubin90();
+  big.resize(max_entry_front + 100 * 1024, 0);
+  const full_key k = make_full_key(key_for(611));
+  const std::string root = fresh("admin-nomap");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string path;
+  {
+    auto w = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+    std::string why;
+    REQUIRE(w->write(k, fatpack::core::byte_span(big), why) == 0);
+    path = w->entry_path(k);
+  }
+  for (const bool read_only : {true, false}) {
+    CAPTURE(read_only);
+    auto a = admin::open(root, read_only);
+    REQUIRE(a.has_value());
+    faulty_fs ffs;
+    CHECK((*a)->verify(false).empty());
+    CHECK((*a)->list().size() == 1);
+    CHECK(ffs.map_reads == 0);
+  }
+  // The entry is truncated (`cp` over it) after the read of its header and key texts: the cubin's
+  // read sees the short file and says so; a mapping of it faulted.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto a = admin::open(root, true);
+    if (!a) ::_exit(2);
+    faulty_fs ffs;
+    struct stat es{};
+    if (::stat(path.c_str(), &es) != 0) ::_exit(4);
+    int fronts = 0;  // verify reads the entry's front twice: its header check, then the entry read
+    ffs.after_pread = [&](int fd, std::uint64_t off) {
+      struct stat fs{};
+      if (off == 0 && ::fstat(fd, &fs) == 0 && fs.st_ino == es.st_ino && ++fronts == 2)
+        (void)::truncate(path.c_str(), 4096);
+    };
+    const auto problems = (*a)->verify(false);
+    ::_exit(problems.empty() ? 3 : 0);
+  }
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(st));
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
 }
 
 TEST_CASE("admin: stats, list, verify (and repair), prune, clear") {

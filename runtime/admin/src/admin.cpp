@@ -78,12 +78,17 @@ result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_onl
       dir_verdict v = check_prebuilt_dir(dir);
       if (v.access == dir_access::refused) return error{errc::invalid_argument, 0, v.warning, {}};
     }
-    return std::unique_ptr<admin>(new admin_impl(cache_dir::open(dir, false, cfg.max_bytes, dir, false)));
+    // Entries are read, never mapped (here and below): the directory may be a prebuilt layer or on a
+    // network file system, whose files may be rewritten in place (a mapping of a file that shrinks
+    // faults with SIGBUS), and a check keeps no bytes that a mapping would save copying.
+    return std::unique_ptr<admin>(new admin_impl(
+        cache_dir::open(dir, false, cfg.max_bytes, dir, false, entry_codec::stored, /*map_reads=*/false)));
   }
   dir_verdict v = prepare_user_dir(dir, false);
   if (v.access != dir_access::read_write)
     return error{errc::io, 0, v.warning.empty() ? dir + ": cannot be opened read-write" : v.warning, {}};
-  return std::unique_ptr<admin>(new admin_impl(cache_dir::open(dir, true, cfg.max_bytes, dir, false, cfg.codec)));
+  return std::unique_ptr<admin>(
+      new admin_impl(cache_dir::open(dir, true, cfg.max_bytes, dir, false, cfg.codec, /*map_reads=*/false)));
 }
 
 disk_stats admin_impl::stats() {
