@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include <dlfcn.h>
@@ -261,6 +262,20 @@ TEST_CASE("compile: a missing NVRTC is a clear error naming what to install") {
   auto not_elf = probe({d + "/k.cu"}, env);
   CHECK(not_elf.has("error=no_driver"));
   CHECK(not_elf.has("cannot be identified: not a 64-bit little-endian ELF file"));
+  {
+    // A library cut short (a copy that ran out of disk): dlopen would map it and the process would
+    // die of SIGBUS; before it was loaded, it is refused with the reason.
+    std::ifstream in(FAKECUDA_PATH, std::ios::binary);
+    std::string lib((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(lib.size() > 4096);
+    write_text(d + "/libnvrtc.so.13", lib.substr(0, lib.size() / 2));
+    env["FATPACK_LIBNVRTC"] = d + "/libnvrtc.so.13";
+    auto cut = probe({d + "/k.cu"}, env);
+    INFO(cut.out << cut.err);
+    CHECK(cut.status == 1);
+    CHECK(cut.has("error=no_driver"));
+    CHECK(cut.has("cannot be identified: truncated: a loadable segment ends at byte"));
+  }
   env["FATPACK_LIBNVRTC"] = FAKECUDA_PATH;  // a library, but not NVRTC
   auto other = probe({d + "/k.cu"}, env);
   INFO(other.out << other.err);

@@ -48,6 +48,21 @@ TEST_CASE("no driver: one error value naming the library, no crash") {
   CHECK(r.has("FATPACK_LIBCUDA=/nonexistent/libcuda.so.1"));
 }
 
+TEST_CASE("a driver library cut short: an error value naming it and the truncation, no SIGBUS in dlopen") {
+  // FATPACK_LIBCUDA at a copy that ran out of disk: dlopen would map it and die at the first touch
+  // past the end (before the check, the probe was killed by SIGBUS).
+  std::ifstream in(FAKECUDA_PATH, std::ios::binary);
+  std::string lib((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(lib.size() > 4096);
+  const std::string cut = temp_dir() + "/libcuda_cut.so.1";
+  write_file(cut, std::vector<std::uint8_t>(lib.begin(), lib.begin() + static_cast<long>(lib.size() / 2)));
+  auto r = probe({"--package", full_package(), "devices", "load", "vadd"}, {{"FATPACK_LIBCUDA", cut}});
+  CHECK(r.status == 1);
+  CHECK(r.has("devices error=no_driver"));
+  CHECK(r.has("FATPACK_LIBCUDA=" + cut));
+  CHECK(r.has("truncated: a loadable segment ends at byte"));
+}
+
 TEST_CASE("no device: cuInit reports none") {
   auto r = probe({"--package", full_package(), "devices", "load", "vadd"}, fake({{"FAKECUDA_DEVICES", ""}}));
   CHECK(r.status == 1);

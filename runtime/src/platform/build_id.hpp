@@ -10,9 +10,15 @@
 namespace fatpack::detail::os {
 
 // The build-id of the ELF file at `path` as lowercase hex ("65be0db3..."); "" with `why` set when the
-// file cannot be read, is not a 64-bit little-endian ELF file, or has no build-id note. Bounded: at
+// file cannot be read, is not a 64-bit little-endian ELF file, is truncated (a loadable segment
+// past its end, which dlopen would turn into SIGBUS), or has no build-id note. Bounded: at
 // most 64 program headers and 64 KiB of notes are read; every offset and size is checked against
 // the file's size.
 std::string elf_build_id(const std::string& path, std::string& why);
+
+// Why the ELF file at `path` must not be dlopen-ed: "truncated: ..." when a loadable segment lies past
+// its end (dlopen would map it, and the first touch past the end is SIGBUS); "" otherwise, also when
+// it cannot be read or is not ELF (dlopen then says why itself).
+std::string elf_truncation(const std::string& path);
 
 }  // namespace fatpack::detail::os

@@ -61,61 +61,109 @@ std::string build_id_in_notes(const std::vector<std::uint8_t>& notes, std::size_
 
 }  // namespace
 
-std::string elf_build_id(const std::string& path, std::string& why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    why = std::strerror(errno);
-    return {};
+namespace {
+
+// An ELF file's descriptor, size and program headers, read and bounds-checked; fd < 0 with `why` set
+// when the file cannot be read or is not a 64-bit little-endian ELF file.
+struct elf_file {
+  int fd = -1;
+  std::uint64_t size = 0;
+  std::size_t phentsize = 0, phnum = 0;
+  std::vector<std::uint8_t> ph;
+  elf_file() = default;
+  elf_file(const elf_file&) = delete;
+  elf_file& operator=(const elf_file&) = delete;
+  ~elf_file() {
+    if (fd >= 0) ::close(fd);
   }
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } close_on_return{fd};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
+  const std::uint8_t* header(std::size_t i) const { return &ph[i * phentsize]; }
+};
+
+bool open_elf(const std::string& path, elf_file& f, std::string& why) {
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f.fd < 0) {
     why = std::strerror(errno);
-    return {};
+    return false;
+  }
+  struct stat st{};
+  if (::fstat(f.fd, &st) != 0) {
+    why = std::strerror(errno);
+    return false;
   }
   if (!S_ISREG(st.st_mode)) {
     why = "not a regular file";
-    return {};
+    return false;
   }
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  f.size = static_cast<std::uint64_t>(st.st_size);
   std::uint8_t eh[64];
-  if (file_size < sizeof eh || !read_at(fd, 0, eh, sizeof eh) || std::memcmp(eh, "\x7f" "ELF", 4) != 0 ||
+  if (f.size < sizeof eh || !read_at(f.fd, 0, eh, sizeof eh) || std::memcmp(eh, "\x7f" "ELF", 4) != 0 ||
       eh[4] != 2 /* ELFCLASS64 */ || eh[5] != 1 /* little-endian */) {
     why = "not a 64-bit little-endian ELF file";
-    return {};
+    return false;
   }
   const auto phoff = load<std::uint64_t>(eh + 32);
-  const auto phentsize = load<std::uint16_t>(eh + 54);
-  const auto phnum = load<std::uint16_t>(eh + 56);
-  if (phentsize < 56 || phnum == 0 || phnum > k_max_program_headers || phoff > file_size ||
-      std::uint64_t(phentsize) * phnum > file_size - phoff) {
+  f.phentsize = load<std::uint16_t>(eh + 54);
+  f.phnum = load<std::uint16_t>(eh + 56);
+  if (f.phentsize < 56 || f.phnum == 0 || f.phnum > k_max_program_headers || phoff > f.size ||
+      std::uint64_t(f.phentsize) * f.phnum > f.size - phoff) {
     why = "its program headers are missing or out of bounds";
-    return {};
+    return false;
   }
-  std::vector<std::uint8_t> ph(std::size_t(phentsize) * phnum);
-  if (!read_at(fd, phoff, ph.data(), ph.size())) {
+  f.ph.resize(f.phentsize * f.phnum);
+  if (!read_at(f.fd, phoff, f.ph.data(), f.ph.size())) {
     why = "cannot read its program headers";
+    return false;
+  }
+  return true;
+}
+
+// A loadable segment past the file's end: a truncated library (a copy cut short, a full disk).
+// dlopen would map it and the process would die of SIGBUS at the first touch past the end.
+std::string truncation_of(const elf_file& f) {
+  for (std::size_t i = 0; i < f.phnum; ++i) {
+    const std::uint8_t* h = f.header(i);
+    if (load<std::uint32_t>(h) != 1 /* PT_LOAD */) continue;
+    const auto off = load<std::uint64_t>(h + 8);
+    const auto size = load<std::uint64_t>(h + 32);
+    if (off > f.size || size > f.size - off)
+      return "truncated: a loadable segment ends at byte " + std::to_string(off + size) + ", past the file's end (" +
+             std::to_string(f.size) + " bytes)";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string elf_build_id(const std::string& path, std::string& why) {
+  elf_file f;
+  if (!open_elf(path, f, why)) return {};
+  if (std::string cut = truncation_of(f); !cut.empty()) {
+    why = std::move(cut);
     return {};
   }
   std::size_t note_bytes = 0;
-  for (std::size_t i = 0; i < phnum; ++i) {
-    const std::uint8_t* h = &ph[i * phentsize];
+  for (std::size_t i = 0; i < f.phnum; ++i) {
+    const std::uint8_t* h = f.header(i);
     if (load<std::uint32_t>(h) != 4 /* PT_NOTE */) continue;
     const auto off = load<std::uint64_t>(h + 8);
     const auto size = load<std::uint64_t>(h + 32);
     const auto align = load<std::uint64_t>(h + 48);
-    if (off > file_size || size > file_size - off || size > k_max_note_bytes - note_bytes) continue;
+    if (off > f.size || size > f.size - off || size > k_max_note_bytes - note_bytes) continue;
     note_bytes += static_cast<std::size_t>(size);
     std::vector<std::uint8_t> notes(static_cast<std::size_t>(size));
-    if (!read_at(fd, off, notes.data(), notes.size())) continue;
+    if (!read_at(f.fd, off, notes.data(), notes.size())) continue;
     std::string id = build_id_in_notes(notes, static_cast<std::size_t>(align));
     if (!id.empty()) return id;
   }
   why = "no build-id note (NT_GNU_BUILD_ID)";
   return {};
+}
+
+std::string elf_truncation(const std::string& path) {
+  elf_file f;
+  std::string why;
+  if (!open_elf(path, f, why)) return {};  // dlopen says what is wrong with it
+  return truncation_of(f);
 }
 
 }  // namespace fatpack::detail::os

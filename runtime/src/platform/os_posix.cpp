@@ -1,6 +1,8 @@
 // POSIX implementation of the OS seam (os.hpp): dlopen, the loaded objects (dl_iterate_phdr), mmap, whole-file reads, stat, hardware threads.
 #include "platform/os.hpp"
 
+#include "platform/build_id.hpp"
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -18,6 +20,14 @@
 namespace fatpack::detail::os {
 
 library open_library(const std::string& path, std::string& why) {
+  // A path names the very file dlopen maps (a bare name is searched by dlopen itself): a truncated
+  // one (FATPACK_LIBCUDA, FATPACK_NVJITLINK, FATPACK_LIBNVRTC pointing at a copy cut short) is an
+  // error here instead of SIGBUS inside the loader.
+  if (path.find('/') != std::string::npos)
+    if (std::string cut = elf_truncation(path); !cut.empty()) {
+      why = path + ": " + cut;
+      return library{nullptr};
+    }
   dlerror();  // clear a stale message
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
