@@ -159,6 +159,17 @@ TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits witho
     CHECK(ro_miss.has("path=NVRTC SASS target=sm_90 stored=0"));
     CHECK(ro_miss.has("not_cached=the cache is read-only"));
   }
+  // A memory-only cache (FATPACK_CACHE_PATH not absolute): compiled, kept for this process only, and
+  // the report does not say it was stored (it said stored=1 before).
+  {
+    auto env = env_for(d);
+    env["FATPACK_CACHE_PATH"] = "relative/cache";
+    auto mem = probe({d + "/saxpy.cu", "--include", d + "/inc", "--option", "-DMEMORY_ONLY=1"}, env);
+    INFO(mem.out << mem.err);
+    CHECK(mem.status == 0);
+    CHECK(mem.has("path=NVRTC SASS target=sm_90 stored=0"));
+    CHECK(mem.has("not_cached=the cache is memory-only"));
+  }
   // Another option is a miss.
   {
     auto other = probe({d + "/saxpy.cu", "--include", d + "/inc", "--option", "-DUNUSED=1"}, env_for(d));
@@ -264,7 +275,8 @@ TEST_CASE("compile: a missing NVRTC is a clear error naming what to install") {
   CHECK(not_elf.has("cannot be identified: not a 64-bit little-endian ELF file"));
   {
     // A library cut short (a copy that ran out of disk): dlopen would map it and the process would
-    // die of SIGBUS; before it was loaded, it is refused with the reason.
+    // die of SIGBUS; on a miss, before it is loaded, it is refused with the reason. (Its identity
+    // survives: a hit never loads it, see the PTX-path case.)
     std::ifstream in(FAKECUDA_PATH, std::ios::binary);
     std::string lib((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     REQUIRE(lib.size() > 4096);
@@ -274,7 +286,9 @@ TEST_CASE("compile: a missing NVRTC is a clear error naming what to install") {
     INFO(cut.out << cut.err);
     CHECK(cut.status == 1);
     CHECK(cut.has("error=no_driver"));
-    CHECK(cut.has("cannot be identified: truncated: a loadable segment ends at byte"));
+    CHECK(cut.has("cannot load NVRTC " + d + "/libnvrtc.so.13: " + d +
+                  "/libnvrtc.so.13: truncated: a loadable segment ends at byte"));
+    CHECK(cut.has("nvrtc_loaded=0"));
   }
   env["FATPACK_LIBNVRTC"] = FAKECUDA_PATH;  // a library, but not NVRTC
   auto other = probe({d + "/k.cu"}, env);
@@ -472,6 +486,16 @@ TEST_CASE("compile: the PTX path's SASS is kept under the source key and the dri
     CHECK(miss.has("path=NVRTC PTX + JIT"));
     CHECK(miss.has("stored=0"));
     CHECK(miss.has("not_cached=the cache is read-only"));
+  }
+  // A memory-only cache: the JIT's SASS is kept for this process only, and the report says so.
+  {
+    auto mem = env;
+    mem["FATPACK_CACHE_PATH"] = "relative/cache";
+    auto miss = probe({d + "/k.cu", "--include", d + "/inc", "--option", "-DMEMORY_ONLY=1"}, mem);
+    INFO(miss.out << miss.err);
+    CHECK(miss.has("path=NVRTC PTX + JIT"));
+    CHECK(miss.has("stored=0"));
+    CHECK(miss.has("not_cached=the cache is memory-only"));
   }
   // use_cache = false: NVRTC and the JIT run, nothing is stored under the source key.
   {

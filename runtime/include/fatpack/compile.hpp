@@ -71,7 +71,7 @@ struct compile_report {
   std::string compiler;          // NVRTC's identity: file and build-id
   std::string nvrtc_version;     // "13.0" when NVRTC was loaded ("" on a hit)
   std::string cache_key;         // the source cache's key (hex), "" when not cached
-  bool stored = false;           // the SASS was written to the cache (not on a hit, nor read-only)
+  bool stored = false;           // the SASS was written to the cache (not on a hit, nor read-only or memory-only)
   std::vector<std::string> dependencies;  // files from disk in the key (the manifest)
   std::string not_cached;        // why the result is not cached ("" when it is)
   std::vector<std::pair<std::string, std::string>> lowered_names;  // name expression, symbol (a miss only)

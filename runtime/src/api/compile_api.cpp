@@ -164,6 +164,18 @@ std::string cuda_version_of(int driver_version) {
   return std::to_string(driver_version / 1000) + "." + std::to_string(driver_version % 1000 / 10);
 }
 
+// Why a result stored in a cache of this mode does not outlive the process ("" when it does). A
+// memory-only cache keeps it for this process (a second compile in it hits), so it is stored, but
+// the report must not say it was written to the cache.
+std::string unkept_reason(cache_mode mode) {
+  switch (mode) {
+    case cache_mode::read_only: return "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
+    case cache_mode::memory_only:
+      return "the cache is memory-only (no usable cache directory, docs/cache.md): kept for this process only";
+    default: return {};
+  }
+}
+
 // The PTX path's store, shared by the copies of one architecture's artifact (devices of one
 // architecture): the first load that succeeds stores the JIT's SASS, then releases the compile lock.
 struct jit_store {
@@ -171,7 +183,7 @@ struct jit_store {
   std::string key_hex;
   std::shared_ptr<detail::compile_guard> guard;  // the source key's cross-process compile lock
   std::shared_ptr<detail::sass_cache> cache;
-  bool read_only = false;
+  cache_mode mode = cache_mode::read_write;
   std::mutex mu;
   bool done = false;
   bool stored = false;
@@ -286,9 +298,9 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   rep.lowered_names = std::move(out->lowered);
   a.code = std::move(out->code);
   if (sass && cacheable) {
-    cache->store(key, core::byte_span(a.code.data(), a.code.size()));
-    rep.stored = mode != cache_mode::read_only;  // read-only: the cache ignores it
-    if (!rep.stored) rep.not_cached = "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
+    cache->store(key, core::byte_span(a.code.data(), a.code.size()));  // read-only: the cache ignores it
+    rep.not_cached = unkept_reason(mode);
+    rep.stored = rep.not_cached.empty();
   } else if (!sass && cacheable) {
     // The SASS comes from the load's JIT (load_artifact): stored then, the lock held until then.
     a.store = std::make_shared<jit_store>();
@@ -296,7 +308,7 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
     a.store->key_hex = a.store->key.options.substr(7);
     a.store->guard = std::move(guard);
     a.store->cache = cache;
-    a.store->read_only = mode == cache_mode::read_only;
+    a.store->mode = mode;
     rep.cache_key = a.store->key_hex;
   }
   guard.reset();  // after the store: a waiting process finds the entry
@@ -361,11 +373,12 @@ void store_jit_sass(jit_store& st, compile_report& rep, const std::string& modul
     }();
     if (!sass) {
       st.not_cached = "PTX: not stored under the source key: " + sass.error().message;
-    } else if (st.read_only) {
-      st.not_cached = "the cache is read-only (FATPACK_CACHE_READONLY, or not writable)";
+    } else if (st.mode == cache_mode::read_only) {
+      st.not_cached = unkept_reason(st.mode);
     } else {
       st.cache->store(st.key, core::byte_span((*sass)->data(), (*sass)->size()));
-      st.stored = true;
+      st.not_cached = unkept_reason(st.mode);
+      st.stored = st.not_cached.empty();
     }
     st.guard.reset();
   }

@@ -10,8 +10,9 @@
 namespace fatpack::detail::os {
 
 // The build-id of the ELF file at `path` as lowercase hex ("65be0db3..."); "" with `why` set when the
-// file cannot be read, is not a 64-bit little-endian ELF file, is truncated (a loadable segment
-// past its end, which dlopen would turn into SIGBUS), or has no build-id note. Bounded: at
+// file cannot be read, is not a 64-bit little-endian ELF file, or has no build-id note (in the part
+// of the file that exists: a truncated library keeps its identity; elf_truncation refuses to load
+// it). Bounded: at
 // most 64 program headers and 64 KiB of notes are read; every offset and size is checked against
 // the file's size.
 std::string elf_build_id(const std::string& path, std::string& why);

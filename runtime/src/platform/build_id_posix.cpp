@@ -137,10 +137,8 @@ std::string truncation_of(const elf_file& f) {
 std::string elf_build_id(const std::string& path, std::string& why) {
   elf_file f;
   if (!open_elf(path, f, why)) return {};
-  if (std::string cut = truncation_of(f); !cut.empty()) {
-    why = std::move(cut);
-    return {};
-  }
+  // A truncated file still has an identity when its notes survive: a cache hit needs only that (it
+  // never loads the library), and a miss is refused at load time by elf_truncation.
   std::size_t note_bytes = 0;
   for (std::size_t i = 0; i < f.phnum; ++i) {
     const std::uint8_t* h = f.header(i);
