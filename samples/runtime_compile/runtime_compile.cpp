@@ -45,10 +45,7 @@ int main(int argc, char** argv) {
   req.name_expressions = {"fused<float>"};
   req.options = {"-std=c++17"};
   auto program = fatpack::compile(req);
-  if (!program) {
-    if (!program.error().log.empty()) std::fprintf(stderr, "%s\n", program.error().log.c_str());
-    return sample::fail(opt, program.error());
-  }
+  if (!program) return sample::fail(opt, program.error());  // what() ends with NVRTC's log (file:line)
   const fatpack::compile_report& r = program->report;
   std::printf("path: %s (%s): %s\n", fatpack::compile_path_name(r.path), r.target.c_str(), r.reason.c_str());
   std::printf("compiler: %s\n", r.compiler.c_str());

@@ -222,10 +222,13 @@ TEST_CASE("compile: the C API (fatpack_compile) misses, then hits without NVRTC;
   INFO(miss.out << miss.err);
   CHECK(miss.status == 0);
   CHECK(miss.has("c_path=1\npath=NVRTC SASS\ntarget=sm_90\n"));
+  CHECK(miss.has("\nstored=1\nnot_cached=\n"));  // the C report carries what the C++ one does
+  CHECK(miss.has("\nnvrtc_version=13."));
   CHECK(miss.has("c_kernel=ok"));
   auto hit = probe(args, env_for(d));
   INFO(hit.out << hit.err);
   CHECK(hit.has("c_path=0\n"));
+  CHECK(hit.has("\nstored=0\nnot_cached=\n"));  // a hit stores nothing and is cached
   CHECK(hit.has("c_kernel=ok"));
   CHECK(hit.has("nvrtc_loaded=0"));
   write_text(d + "/bad.cu", "__global__ void k() { int x = ; }\n");
@@ -266,8 +269,10 @@ TEST_CASE("compile: a missing NVRTC is a clear error naming what to install") {
   auto r = probe({d + "/k.cu"}, env);
   INFO(r.out << r.err);
   CHECK(r.status == 1);
-  CHECK(r.has("error=no_driver: FATPACK_LIBNVRTC=" + d + "/no/such/libnvrtc.so.13: no such library file"));
-  CHECK(r.has("install NVRTC"));
+  CHECK(r.has("error=no_driver: FATPACK_LIBNVRTC=" + d + "/no/such/libnvrtc.so.13: not a readable regular file"));
+  // The variable chose the file: the hint is to fix the variable (it named a search path before).
+  CHECK(r.has("point FATPACK_LIBNVRTC at NVRTC's library (libnvrtc.so.13"));
+  CHECK_FALSE(r.has("add its directory to LD_LIBRARY_PATH"));
   CHECK(r.has("nvrtc_loaded=0"));
   env["FATPACK_LIBNVRTC"] = d + "/k.cu";  // a file, not a library
   auto not_elf = probe({d + "/k.cu"}, env);
@@ -910,6 +915,7 @@ TEST_CASE("locate NVRTC: LD_LIBRARY_PATH, then the loader's cache, then the dire
       CHECK(past.error().code == fatpack::errc::no_driver);
       CHECK(past.error().message.find(d + cache) != std::string::npos);
       if (std::string(cache) == "/damaged.cache") CHECK(past.error().message.find("(ignored") != std::string::npos);
+      CHECK(past.error().message.find("install NVRTC") != std::string::npos);  // no variable chose it
     }
   }
   // No cache at all (""): not listed in the message.

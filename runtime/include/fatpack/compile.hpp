@@ -5,7 +5,7 @@
 //   req.source = "template <class T> __global__ void scale(T* x, T a, int n) { ... }";
 //   req.name_expressions = {"scale<float>"};
 //   auto c = fatpack::compile(req);                       // result<compiled>: errors as values
-//   if (!c) { std::cerr << c.error().what() << c.error().log; ... }   // log: NVRTC's, with file:line
+//   if (!c) { std::cerr << c.error().what(); ... }   // what() ends with NVRTC's log (file:line)
 //   fatpack::cu_kernel k = c->kernel("scale<float>").value();
 //
 // Per device: SASS for the device's exact architecture when NVRTC knows it, else PTX for the newest

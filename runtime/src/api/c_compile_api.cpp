@@ -96,7 +96,11 @@ fatpack_status fatpack_compile(const fatpack_compile_args* args, fatpack_program
     auto* p = new fatpack_program{std::move(c.value()), {}};
     const fatpack::compile_report& r = p->c.report;
     p->report = std::string("path=") + fatpack::compile_path_name(r.path) + "\ntarget=" + r.target +
-                "\nreason=" + r.reason + "\ncompiler=" + r.compiler + "\ncache_key=" + r.cache_key + "\n";
+                "\nreason=" + r.reason + "\ncompiler=" + r.compiler + "\nnvrtc_version=" + r.nvrtc_version +
+                "\ncache_key=" + r.cache_key + "\nstored=" + (r.stored ? "1" : "0") + "\nnot_cached=" + r.not_cached +
+                "\ndependencies=" + std::to_string(r.dependencies.size()) + "\nnvrtc_ms=" + std::to_string(r.nvrtc_ms) +
+                "\ntotal_ms=" + std::to_string(r.total_ms) + "\n";
+    if (!r.log.empty()) p->report += "log=\n" + r.log + (r.log.back() == '\n' ? "" : "\n");  // last: NVRTC's lines
     *out = p;
     fatpack_c_set_last_error(nullptr);
     return FATPACK_OK;

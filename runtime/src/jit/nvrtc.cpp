@@ -67,6 +67,17 @@ constexpr std::size_t k_max_builtins = 8;
 const char* const k_install_hint =
     "install NVRTC (the CUDA toolkit's libnvrtc, e.g. Debian's libnvrtc13 or NVIDIA's cuda-nvrtc-13-0 "
     "package), add its directory to LD_LIBRARY_PATH, or set FATPACK_LIBNVRTC=/path/to/libnvrtc.so.13";
+// When FATPACK_LIBNVRTC chose the file, the fix is that variable, not a search path.
+const char* const k_env_hint =
+    "point FATPACK_LIBNVRTC at NVRTC's library (libnvrtc.so.13 of the CUDA toolkit: Debian's libnvrtc13 or "
+    "NVIDIA's cuda-nvrtc-13-0 package), or unset it to search the system";
+
+bool chosen_by_env() {
+  const char* env = os::getenv_path("FATPACK_LIBNVRTC");
+  return env && *env;
+}
+
+const char* hint() { return chosen_by_env() ? k_env_hint : k_install_hint; }
 
 bool is_regular_file(const std::string& path) {
   struct stat st{};
@@ -181,7 +192,7 @@ result<nvrtc_location> located_at(const std::string& path) {
   std::string why;
   const std::string id = os::elf_build_id(path, why);
   if (id.empty())
-    return error{errc::no_driver, 0, "NVRTC " + path + " cannot be identified: " + why + "; " + k_install_hint, {}};
+    return error{errc::no_driver, 0, "NVRTC " + path + " cannot be identified: " + why + "; " + hint(), {}};
   const std::size_t slash = path.rfind('/');
   nvrtc_location loc;
   loc.path = path;
@@ -207,7 +218,7 @@ result<const nvrtc_lib*> do_load() {
   std::string why;
   os::library h = os::open_library(lib->where.path, why);
   if (!h.handle) {
-    std::string msg = "cannot load NVRTC " + lib->where.path + ": " + why + "; " + k_install_hint;
+    std::string msg = "cannot load NVRTC " + lib->where.path + ": " + why + "; " + hint();
     delete lib;
     return error{errc::no_driver, 0, std::move(msg), {}};
   }
@@ -238,10 +249,10 @@ result<nvrtc_location> locate(const std::string& ld_cache_path, bool log_damage)
     std::string path = value.find('/') != std::string::npos ? value : search.find(value);
     if (path.empty() || !is_regular_file(path))
       return error{errc::no_driver, 0,
-                   "FATPACK_LIBNVRTC=" + value + ": no such library file (" +
+                   "FATPACK_LIBNVRTC=" + value + ": " +
                        (value.find('/') != std::string::npos ? std::string("not a readable regular file")
-                                                             : "not found in " + search.searched()) +
-                       "); " + k_install_hint,
+                                                             : "no such library in " + search.searched()) +
+                       "; " + k_env_hint,
                    {}};
     return located_at(path);
   }
