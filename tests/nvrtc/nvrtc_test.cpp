@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -556,7 +557,31 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
   auto names = include_names("#include \"a.h\"\n  #  include <b/c.h>\n#include MACRO\n#include_next <d.h>\n"
                              "// #include \"e.h\"\n#include \"unterminated\n",
                              4096);
-  CHECK(names == std::vector<std::string>{"a.h", "b/c.h"});
+  CHECK(names == std::vector<std::string>{"a.h", "b/c.h", "d.h"});
+  // Every spelling NVRTC 13.0 reads as an include (each checked with it): a line splice anywhere in
+  // the directive, comments around its words (one spanning lines), the digraph %: and the trigraph
+  // ??= (C++11 mode), #include_next, #import, and __has_include (a header created later changes the
+  // program). Each was missed before, so editing that header gave a stale hit.
+  auto spelled = include_names("#\\\ninclude \"s1.h\"\n#inc\\\r\nlude \"s2.h\"\n#include /* c */ \"s3.h\"\n"
+                               "/* x */ # /* y\n */ include <s4.h>\n%:include \"s5.h\"\n?\?=include \"s6.h\"\n"
+                               "#include_next <s7.h>\n#import \"s8.h\"\n#if __has_include(\"s9.h\") && "
+                               "__has_include_next( <s10.h> )\n#endif\n#includex \"no.h\"\n#include\\\n\"s11.h\"\n",
+                               4096);
+  for (const char* n : {"s1.h", "s2.h", "s3.h", "s4.h", "s5.h", "s6.h", "s7.h", "s8.h", "s9.h", "s10.h", "s11.h"}) {
+    INFO(n);
+    CHECK(std::count(spelled.begin(), spelled.end(), std::string(n)) == 1);
+  }
+  CHECK(std::count(spelled.begin(), spelled.end(), std::string("no.h")) == 0);
+  // A file of comment openers closed at its end: linear, not quadratic (a 16 MiB header would take hours).
+  {
+    std::string openers;
+    for (int i = 0; i < 200000; ++i) openers += "/* #include \"y.h\"\n";
+    openers += "*/ #include \"x.h\"\n";  // each opener's comment ends here
+    const auto t0 = std::chrono::steady_clock::now();
+    auto many = include_names(openers, 4096);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+    CHECK(many == std::vector<std::string>{"x.h"});
+  }
 
   const std::string d = case_dir("scan");
   write_text(d + "/a.h", "#include \"b.h\"\n");

@@ -34,30 +34,133 @@ std::string include_manifest::text() const {
   return t;
 }
 
-std::vector<std::string> include_names(std::string_view text, std::size_t max_name) {
-  std::vector<std::string> names;
-  std::size_t p = 0;
-  while (p < text.size()) {
-    std::size_t end = text.find('\n', p);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(p, end - p);
-    p = end + 1;
-    std::size_t i = 0;
-    while (i < line.size() && is_space(line[i])) ++i;
-    if (i >= line.size() || line[i] != '#') continue;
-    ++i;
-    while (i < line.size() && is_space(line[i])) ++i;
-    if (line.substr(i, 7) != "include") continue;
-    i += 7;
-    while (i < line.size() && is_space(line[i])) ++i;
-    if (i >= line.size() || (line[i] != '"' && line[i] != '<')) continue;  // a macro include: not followed
-    const char close = line[i] == '"' ? '"' : '>';
-    const std::size_t stop = line.find(close, i + 1);
-    if (stop == std::string_view::npos) continue;
-    std::string_view name = line.substr(i + 1, stop - i - 1);
-    if (name.empty() || name.size() > max_name || name.find('\0') != std::string_view::npos) continue;
-    names.emplace_back(name);
+namespace {
+
+bool is_ident(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Reads the include names of one text whose line splices are already joined (or not: the caller
+// scans each form). Every line start is tried; a block comment before or inside a directive is
+// skipped, even one spanning lines. Linear: the end of the next "*/" is remembered, so a text of
+// unterminated comment openers is not searched to its end from every line.
+class name_reader {
+ public:
+  name_reader(std::string_view t, std::size_t max_name, std::vector<std::string>& out)
+      : t_(t), max_(max_name), out_(out) {}
+
+  void run() {
+    std::size_t p = 0;
+    while (p < t_.size()) {
+      directive(p);
+      const std::size_t nl = t_.find('\n', p);
+      if (nl == std::string_view::npos) break;
+      p = nl + 1;
+    }
+    // __has_include("x") / __has_include_next(<x>) anywhere: whether x exists decides the program.
+    for (std::size_t at = t_.find("__has_include"); at != std::string_view::npos;
+         at = t_.find("__has_include", at + 1)) {
+      std::size_t i = at + 13;
+      if (t_.substr(i, 5) == "_next") i += 5;
+      if (i < t_.size() && is_ident(t_[i])) continue;
+      i = skip_blank(i, false);
+      if (i >= t_.size() || t_[i] != '(') continue;
+      name_at(skip_blank(i + 1, false));
+    }
   }
+
+ private:
+  // Past spaces and block comments (and newlines too when `newlines`); a comment without an end
+  // ends the text.
+  std::size_t skip_blank(std::size_t i, bool newlines) {
+    while (i < t_.size()) {
+      if (is_space(t_[i]) || (newlines && t_[i] == '\n')) {
+        ++i;
+      } else if (t_[i] == '/' && i + 1 < t_.size() && t_[i + 1] == '*') {
+        if (close_ != std::string_view::npos && close_ < i + 2) close_ = t_.find("*/", i + 2);
+        if (close_ == std::string_view::npos) return t_.size();
+        i = close_ + 2;
+      } else {
+        break;
+      }
+    }
+    return i;
+  }
+
+  void directive(std::size_t i) {
+    i = skip_blank(i, false);
+    if (t_.substr(i, 1) == "#") i += 1;
+    else if (t_.substr(i, 2) == "%:") i += 2;  // the digraph
+    else if (t_.substr(i, 3) == "?""?=") i += 3;  // the trigraph (C++11/14 modes)
+    else return;
+    i = skip_blank(i, false);
+    std::size_t w = i;
+    while (w < t_.size() && is_ident(t_[w])) ++w;
+    const std::string_view word = t_.substr(i, w - i);
+    if (word != "include" && word != "include_next" && word != "import") return;
+    name_at(skip_blank(w, false));
+  }
+
+  void name_at(std::size_t i) {
+    if (i >= t_.size() || (t_[i] != '"' && t_[i] != '<')) return;  // a macro include: not followed
+    const char close = t_[i] == '"' ? '"' : '>';
+    const std::size_t nl = t_.find('\n', i + 1);
+    const std::size_t stop = t_.find(close, i + 1);
+    if (stop == std::string_view::npos || (nl != std::string_view::npos && stop > nl)) return;
+    const std::string_view name = t_.substr(i + 1, stop - i - 1);
+    if (name.empty() || name.size() > max_ || name.find('\0') != std::string_view::npos) return;
+    out_.emplace_back(name);
+  }
+
+  std::string_view t_;
+  std::size_t max_;
+  std::vector<std::string>& out_;
+  std::size_t close_ = 0;  // the next "*/" at or after the last search (npos: none)
+};
+
+// `text` with its line splices joined: a backslash, then (when `lenient`) spaces or tabs, then a
+// newline. The trigraph ??/ is a backslash too.
+std::string joined(std::string_view text, bool lenient) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    std::size_t j = i;
+    if (text[i] == '\\') j = i + 1;
+    else if (text.substr(i, 3) == "?""?/") j = i + 3;
+    else {
+      out += text[i];
+      continue;
+    }
+    if (lenient)
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+    if (j < text.size() && text[j] == '\r') ++j;
+    if (j < text.size() && text[j] == '\n') {
+      i = j;  // the splice is gone
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> include_names(std::string_view text, std::size_t max_name) {
+  std::vector<std::string> found;
+  name_reader(text, max_name, found).run();
+  // A line splice may be anywhere, even inside "include". Whether a backslash followed by spaces
+  // before the newline is one is the compiler's choice: the text is read both ways (a superset).
+  if (text.find('\\') != std::string_view::npos || text.find("?""?/") != std::string_view::npos) {
+    for (bool lenient : {false, true}) {
+      const std::string j = joined(text, lenient);
+      name_reader(j, max_name, found).run();
+    }
+  }
+  // Each name once, in the order first found.
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (auto& n : found)
+    if (seen.insert(n).second) names.push_back(std::move(n));
   return names;
 }
 

@@ -1,6 +1,6 @@
 // The source cache's manifest (docs/nvrtc.md "The key"): NVRTC has no dependency output (13.0 refuses
 // -M, -MD, -MF), so, as ccache does without one, fatpack finds the files a program may include
-// itself: every `#include "x"` / `#include <x>` line of the source, of the headers given as
+// itself: every `#include "x"` / `#include <x>` (include_names: any spelling) of the source, of the headers given as
 // contents and, recursively, of every file found, is looked up in every include path (and, for
 // files from disk, in the including file's directory). That is a superset of what the preprocessor
 // reads (conditional includes count, every path that has the name counts), and each file's content
@@ -42,8 +42,12 @@ struct include_manifest {
   std::string text() const;
 };
 
-// The include names on `#include` lines of `text` (both forms), in order. Lines are read as bytes;
-// a name with a NUL, a newline or over `max_name` bytes is skipped.
+// The include names of `text` (both forms), each once, in the order found: every spelling NVRTC reads
+// as an include (#include, #include_next, #import; # or the digraph %: or the trigraph ??=; comments
+// around the words, line splices anywhere, read both with and without spaces after the backslash),
+// and the names __has_include / __has_include_next ask about. Read as bytes; a name with a NUL, a
+// newline or over `max_name` bytes is skipped. A superset: an include in an #if 0 or a block comment
+// counts.
 std::vector<std::string> include_names(std::string_view text, std::size_t max_name);
 
 // Scans `source` and the `headers` (name, contents) for includes found along `include_paths`.
