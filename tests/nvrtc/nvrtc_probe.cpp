@@ -3,7 +3,7 @@
 // (/proc/self/maps), so the test can tell that a cache hit never loaded it.
 //
 //   nvrtc_probe SOURCE_FILE [--include DIR] [--header NAME=FILE] [--name-expr EXPR] [--kernel QUERY]
-//               [--option OPT] [--all-devices] [--no-cache] [--c-api] [--twice]
+//               [--option OPT] [--name PROGRAM_NAME] [--cwd DIR] [--all-devices] [--no-cache] [--c-api] [--twice]
 // --twice: compiles again in the same process after the first compile (one more result line).
 // --c-api: through fatpack_compile (fatpack.h), printing "c_path=<id>" and "c_kernel=<ok|message>".
 // Output: "device=<n> path=<cache hit|NVRTC SASS|NVRTC PTX + JIT> target=<t> stored=<0|1> kernel=<ok|error text>"
@@ -21,6 +21,8 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+
+#include <unistd.h>
 
 namespace {
 
@@ -63,6 +65,11 @@ int main(int argc, char** argv) {
     } else if (a == "--name-expr") req.name_expressions.push_back(v), ++i;
     else if (a == "--kernel") kernels.push_back(v), ++i;
     else if (a == "--option") req.options.push_back(v), ++i;
+    else if (a == "--name") req.name = v, ++i;
+    else if (a == "--cwd") {
+      if (::chdir(v.c_str()) != 0) return 2;
+      ++i;
+    }
     else if (a == "--all-devices") all_devices = true;
     else if (a == "--no-cache") opts.use_cache = false;
     else if (a == "--c-api") c_api = true;

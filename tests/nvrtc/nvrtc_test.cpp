@@ -179,6 +179,70 @@ TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits witho
   }
 }
 
+TEST_CASE("compile: headers NVRTC finds beside the program, through -I=dir, or behind #include_next are in the key") {
+  // NVRTC looks a quoted include of the source up in the directory of the program's name (the
+  // working directory for a bare name), one of a header given as contents in that of the header's
+  // name, and reads "-I=dir" as "-I" "dir". None of these files was in the key: after an edit, a
+  // later process got a cache hit of the old program.
+  const std::string d = case_dir("beside");
+  write_text(d + "/saxpy.cu", k_saxpy);
+  write_text(d + "/coef.h", "#define COEF 2.0f\n");
+  const std::vector<std::string> beside{d + "/saxpy.cu", "--name", d + "/saxpy.cu", "--kernel", "saxpy"};
+  auto first = probe(beside, env_for(d));
+  CHECK(first.has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  write_text(d + "/coef.h", "#define COEF 3.0f\n");
+  auto edited = probe(beside, env_for(d));
+  CHECK(edited.has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  CHECK(probe(beside, env_for(d)).has("path=cache hit"));
+
+  // A bare program name: the working directory.
+  ::mkdir((d + "/cwd").c_str(), 0700);
+  write_text(d + "/cwd/coef.h", "#define COEF 2.0f\n");
+  const std::vector<std::string> bare{d + "/saxpy.cu", "--cwd", d + "/cwd", "--kernel", "saxpy"};
+  CHECK(probe(bare, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  write_text(d + "/cwd/coef.h", "#define COEF 4.0f\n");
+  CHECK(probe(bare, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+
+  // An include path that starts with '=' is that directory, not the one without it (NVRTC reads
+  // "-I=dir" as "dir": fatpack passed "-I" + path).
+  ::mkdir((d + "/cwd/=odd").c_str(), 0700);
+  ::mkdir((d + "/cwd/odd").c_str(), 0700);
+  ::rename((d + "/cwd/coef.h").c_str(), (d + "/cwd/=odd/coef.h").c_str());
+  write_text(d + "/cwd/odd/coef.h", "#error the wrong directory\n");
+  auto odd = probe({d + "/saxpy.cu", "--cwd", d + "/cwd", "--include", "=odd", "--kernel", "saxpy"}, env_for(d));
+  CHECK(odd.has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+
+  // A header given as contents, named with a directory, includes a file of that directory.
+  ::mkdir((d + "/given").c_str(), 0700);
+  write_text(d + "/main.cu", std::string("#include \"") + d + "/given/wrap.h\"\n" + (k_saxpy + 18));
+  write_text(d + "/wrap.h", "#include \"coef.h\"\n");
+  write_text(d + "/given/coef.h", "#define COEF 5.0f\n");
+  const std::vector<std::string> given{d + "/main.cu", "--header", d + "/given/wrap.h=" + d + "/wrap.h",
+                                       "--kernel", "saxpy"};
+  CHECK(probe(given, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  write_text(d + "/given/coef.h", "#define COEF 6.0f\n");
+  CHECK(probe(given, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+
+  // -I=dir: NVRTC reads the directory "dir", not "=dir".
+  ::mkdir((d + "/inc").c_str(), 0700);
+  write_text(d + "/inc/coef.h", "#define COEF 2.0f\n");
+  const std::vector<std::string> eq{d + "/saxpy.cu", "--option", "-I=" + d + "/inc", "--kernel", "saxpy"};
+  CHECK(probe(eq, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  write_text(d + "/inc/coef.h", "#define COEF 7.0f\n");
+  CHECK(probe(eq, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+
+  // #include_next in a header on the include path (include_names reads it): end to end.
+  ::mkdir((d + "/wrapdir").c_str(), 0700);
+  ::mkdir((d + "/next").c_str(), 0700);
+  write_text(d + "/wrapdir/coef.h", "#include_next <real.h>\n");
+  write_text(d + "/next/real.h", "#define COEF 8.0f\n");
+  const std::vector<std::string> next{d + "/saxpy.cu", "--include", d + "/wrapdir", "--include", d + "/next",
+                                      "--kernel", "saxpy"};
+  CHECK(probe(next, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=2 kernel=ok"));
+  write_text(d + "/next/real.h", "#define COEF 9.0f\n");
+  CHECK(probe(next, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=2 kernel=ok"));
+}
+
 TEST_CASE("compile: headers given as contents are in the key") {
   const std::string d = case_dir("given_header");
   write_text(d + "/saxpy.cu", k_saxpy);

@@ -92,6 +92,7 @@ std::vector<std::string> include_dirs(const compile_request& r) {
   for (std::size_t i = 0; i < r.options.size(); ++i) {
     const std::string& o = r.options[i];
     if (o.rfind("--include-path=", 0) == 0) dirs.push_back(o.substr(15));
+    else if (o.rfind("-I=", 0) == 0) dirs.push_back(o.substr(3));  // NVRTC reads "-I=dir" as "dir"
     else if (o.rfind("-I", 0) == 0 && o.size() > 2) dirs.push_back(o.substr(2));
     else if ((o == "-I" || o == "--include-path") && i + 1 < r.options.size()) dirs.push_back(r.options[i + 1]);
   }
@@ -210,7 +211,7 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   const auto dirs = include_dirs(req);
   std::vector<std::pair<std::string, std::string>> headers;
   for (const auto& h : req.headers) headers.emplace_back(h.name, h.contents);
-  const detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs);
+  const detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs, {}, req.name);
   for (const auto& f : manifest.files) rep.dependencies.push_back(f.path);
 
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
@@ -288,7 +289,8 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   in.source = req.source;
   in.program_name = req.name;
   in.headers = std::move(headers);
-  for (const auto& p : req.include_paths) in.options.push_back("-I" + p);
+  // "-I=": NVRTC drops one '=' after -I, so "-I" + "=dir" would be "dir", not the path given.
+  for (const auto& p : req.include_paths) in.options.push_back("-I=" + p);
   in.options.insert(in.options.end(), req.options.begin(), req.options.end());
   in.name_expressions = req.name_expressions;
   auto out = detail::nvrtc_compile(lib, in, rep.target);

@@ -165,7 +165,8 @@ std::vector<std::string> include_names(std::string_view text, std::size_t max_na
 }
 
 include_manifest scan_includes(std::string_view source, const std::vector<std::pair<std::string, std::string>>& headers,
-                               const std::vector<std::string>& include_paths, const include_limits& limits) {
+                               const std::vector<std::string>& include_paths, const include_limits& limits,
+                               const std::string& program_name) {
   include_manifest m;
   std::set<std::string> given;
   for (const auto& h : headers) given.insert(h.first);
@@ -174,11 +175,14 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
   struct pending {
     std::shared_ptr<const std::vector<std::uint8_t>> bytes;  // null: the caller's text below
     std::string_view text;
-    std::string dir;
+    std::string dir;  // "" for none
   };
   std::deque<pending> work;
-  work.push_back({nullptr, source, {}});
-  for (const auto& h : headers) work.push_back({nullptr, h.second, {}});
+  // NVRTC looks a quoted include up first in the directory of the including text's name: for the
+  // source, the program name's (the working directory for a bare name), for a header given as
+  // contents, its name's, for a file, the file's.
+  work.push_back({nullptr, source, program_name.empty() ? std::string() : dir_of(program_name)});
+  for (const auto& h : headers) work.push_back({nullptr, h.second, dir_of(h.first)});
   std::uint64_t total = 0;
   auto stop = [&](std::string why) {
     m.complete = false;

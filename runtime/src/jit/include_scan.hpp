@@ -1,8 +1,8 @@
 // The source cache's manifest (docs/nvrtc.md "The key"): NVRTC has no dependency output (13.0 refuses
 // -M, -MD, -MF), so, as ccache does without one, fatpack finds the files a program may include
 // itself: every `#include "x"` / `#include <x>` (include_names: any spelling) of the source, of the headers given as
-// contents and, recursively, of every file found, is looked up in every include path (and, for
-// files from disk, in the including file's directory). That is a superset of what the preprocessor
+// contents and, recursively, of every file found, is looked up in every include path and in the
+// including text's directory (a file's; the program name's; a given header name's). That is a superset of what the preprocessor
 // reads (conditional includes count, every path that has the name counts), and each file's content
 // hash goes into the key: an edited header is a different key, a miss. Headers NVRTC has built in
 // (cuda_fp16.h, ...) and headers given as contents are not looked up on disk: the compiler identity
@@ -50,8 +50,11 @@ struct include_manifest {
 // counts.
 std::vector<std::string> include_names(std::string_view text, std::size_t max_name);
 
-// Scans `source` and the `headers` (name, contents) for includes found along `include_paths`.
+// Scans `source` and the `headers` (name, contents) for includes found along `include_paths`, and,
+// as NVRTC looks them up, in the directory of `program_name` for the source's (the working directory
+// for a bare name; "" for none) and in that of each header's name for its includes.
 include_manifest scan_includes(std::string_view source, const std::vector<std::pair<std::string, std::string>>& headers,
-                               const std::vector<std::string>& include_paths, const include_limits& limits = {});
+                               const std::vector<std::string>& include_paths, const include_limits& limits = {},
+                               const std::string& program_name = {});
 
 }  // namespace fatpack::detail
