@@ -10,11 +10,13 @@
 #include "jit/nvrtc.hpp"
 #include "platform/build_id.hpp"
 #include "platform/ld_cache.hpp"
+#include "platform/os.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +26,7 @@
 #include <memory>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -682,6 +685,25 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
   CHECK(bytes.files[0].state.find(":9") != std::string::npos);  // 9 bytes
   auto given = scan_includes("#include \"a.h\"\n", {{"a.h", "int x;"}}, {d});
   CHECK(given.files.empty());
+
+  // The scan stats a file, then reads it: a FIFO put there in between (or a package path that is
+  // one, registry::add_file) blocked the read's open for ever, waiting for a writer. Now an error.
+  {
+    const std::string fifo = d + "/swapped.h";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto reading = std::async(std::launch::async, [&] {
+      std::string why;
+      auto bytes = fatpack::detail::os::read_file(fifo, 1 << 20, why);
+      return bytes ? std::string("read") : why;
+    });
+    const bool done = reading.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    if (!done) {  // unblock the open so the test ends
+      const int w = ::open(fifo.c_str(), O_WRONLY);
+      if (w >= 0) ::close(w);
+    }
+    CHECK(done);
+    CHECK(reading.get() == "not a regular file");
+  }
 }
 
 TEST_CASE("build-id: read from the file without loading it") {

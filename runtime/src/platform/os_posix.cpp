@@ -204,7 +204,9 @@ std::shared_ptr<const mapped_file> map_file(const std::string& path, std::string
 
 std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& path, std::uint64_t max_size,
                                                            std::string& why) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at the path (planted, or swapped in after a caller's stat) would block this
+  // open until a writer came; fstat then refuses it. A regular file's reads ignore the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     why = std::strerror(errno);
     return nullptr;
