@@ -246,6 +246,57 @@ TEST_CASE("compile: headers NVRTC finds beside the program, through -I=dir, or b
   CHECK(probe(next, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=2 kernel=ok"));
 }
 
+// Opens `fifo` for writing once a reader has it open (NVRTC in __has_include), which lets that reader
+// go on; gives up when `child` ends first (a hit: NVRTC never ran). True when a reader was let go.
+bool release_reader(const std::string& fifo, std::future<child_result>& child) {
+  while (child.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready) {
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // ENXIO while no reader
+    if (w >= 0) {
+      ::close(w);
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_CASE("compile: a header edited while NVRTC compiles is not stored under the key of its old contents") {
+  // The key is made from the headers as the scan read them; NVRTC reads them later. An edit in
+  // between stored the new program under the old contents' key: once the header was back as it was,
+  // every process got the edited program from the cache. NVRTC 13.0 opens a FIFO that
+  // __has_include asks about and waits for a writer, which holds the compile at a known point here.
+  const std::string d = case_dir("edited_during");
+  ::mkdir((d + "/inc").c_str(), 0700);
+  REQUIRE(::mkfifo((d + "/inc/hold1.h").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((d + "/inc/hold2.h").c_str(), 0600) == 0);
+  write_text(d + "/inc/name.h", "#define KNAME kern_a\n");
+  write_text(d + "/k.cu",
+             "#if __has_include(\"hold1.h\")\n#endif\n#if __has_include(\"hold2.h\")\n#endif\n#include \"name.h\"\n"
+             "extern \"C\" __global__ void KNAME(float* y) { y[0] = 1.0f; }\n");
+  auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv{NVRTC_PROBE_PATH, d + "/k.cu", "--include", d + "/inc"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::async(std::launch::async, [argv, env = env_for(d)] { return run_child(argv, env); });
+  };
+  auto first = run({});
+  REQUIRE(release_reader(d + "/inc/hold1.h", first));  // NVRTC is past the scan, now held at hold2.h
+  write_text(d + "/inc/name.h", "#define KNAME kern_b\n");
+  REQUIRE(release_reader(d + "/inc/hold2.h", first));
+  const child_result edited = first.get();
+  INFO(edited.out << edited.err);
+  CHECK(edited.has("path=NVRTC SASS target=sm_90 stored=0"));
+  CHECK(edited.has("not_cached=a file reachable through #include changed during the compile: " + d + "/inc/name.h"));
+
+  // The header as it was: NVRTC compiles it (a hit would be kern_b's code), and that is stored.
+  write_text(d + "/inc/name.h", "#define KNAME kern_a\n");
+  auto second = run({"--kernel", "kern_a"});
+  release_reader(d + "/inc/hold1.h", second);
+  release_reader(d + "/inc/hold2.h", second);
+  const child_result again = second.get();
+  INFO(again.out << again.err);
+  CHECK(again.status == 0);
+  CHECK(again.has("path=NVRTC SASS target=sm_90 stored=1 deps=3 kernel=ok"));
+}
+
 TEST_CASE("compile: headers given as contents are in the key") {
   const std::string d = case_dir("given_header");
   write_text(d + "/saxpy.cu", k_saxpy);

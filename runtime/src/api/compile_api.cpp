@@ -299,11 +299,30 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   rep.log = std::move(out->log);
   rep.lowered_names = std::move(out->lowered);
   a.code = std::move(out->code);
-  if (sass && cacheable) {
+  // NVRTC read the files after the scan: one edited in between made this code from contents the key
+  // does not name, and storing it would serve the edited program for the old contents ever after. The
+  // scan again (a miss only; cheap next to NVRTC) must see what the key was made of.
+  bool unchanged = true;
+  if (cacheable) {
+    const detail::include_manifest after = detail::scan_includes(req.source, in.headers, dirs, {}, req.name);
+    if (after.text() != manifest.text()) {
+      unchanged = false;
+      std::string which;
+      for (std::size_t i = 0; i < std::max(after.files.size(), manifest.files.size()) && which.empty(); ++i) {
+        if (i >= after.files.size()) which = manifest.files[i].path;
+        else if (i >= manifest.files.size() || after.files[i].path != manifest.files[i].path ||
+                 after.files[i].state != manifest.files[i].state)
+          which = after.files[i].path;
+      }
+      rep.not_cached = "a file reachable through #include changed during the compile: " + which;
+      rep.cache_key.clear();  // the package is named by the code's hash, not by a key it does not match
+    }
+  }
+  if (sass && cacheable && unchanged) {
     cache->store(key, core::byte_span(a.code.data(), a.code.size()));  // read-only: the cache ignores it
     rep.not_cached = unkept_reason(mode);
     rep.stored = rep.not_cached.empty();
-  } else if (!sass && cacheable) {
+  } else if (!sass && cacheable && unchanged) {
     // The SASS comes from the load's JIT (load_artifact): stored then, the lock held until then.
     a.store = std::make_shared<jit_store>();
     a.store->key = ptx_key();
