@@ -737,6 +737,29 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
   auto given = scan_includes("#include \"a.h\"\n", {{"a.h", "int x;"}}, {d});
   CHECK(given.files.empty());
 
+  // One file reached through a symlink in another directory: NVRTC looks its quoted includes up in
+  // the directory it was reached through (the symlink's), so each such directory is scanned. Before,
+  // the file was scanned once, from its first directory: y/b.h was not in the key.
+  {
+    const std::string s = case_dir("scan_symlinked");
+    ::mkdir((s + "/x").c_str(), 0700);
+    ::mkdir((s + "/y").c_str(), 0700);
+    write_text(s + "/x/a.h", "#include \"b.h\"\n");
+    write_text(s + "/x/b.h", "#define B 1\n");
+    write_text(s + "/y/b.h", "#define B 2\n");
+    ::symlink("../x/a.h", (s + "/y/a.h").c_str());
+    auto linked = scan_includes("#include \"x/a.h\"\n#include \"y/a.h\"\n", {}, {s});
+    INFO(linked.text());
+    CHECK(linked.text().find(s + "/x/b.h=") != std::string::npos);
+    CHECK(linked.text().find(s + "/y/b.h=") != std::string::npos);
+    // A directory symlink loop still ends (one scan per real file and real directory).
+    ::symlink(".", (s + "/x/loop").c_str());
+    write_text(s + "/x/c.h", "#include \"loop/c.h\"\n");
+    auto looped = scan_includes("#include \"x/c.h\"\n", {}, {s});
+    CHECK(looped.complete);
+    CHECK(looped.files.size() == 2);  // x/c.h, x/loop/c.h
+  }
+
   // The scan stats a file, then reads it: a FIFO put there in between (or a package path that is
   // one, registry::add_file) blocked the read's open for ever, waiting for a writer. Now an error.
   {

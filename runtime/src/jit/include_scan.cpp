@@ -234,13 +234,19 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
         }
         m.files.push_back({path, core::hex16(core::xxh3(core::byte_span(bytes->data(), bytes->size()))) + ":" +
                                      std::to_string(bytes->size())});
-        // Scan each real file once: include cycles and several names for one file end here.
-        std::string real = path;
-        if (char* r = ::realpath(path.c_str(), nullptr)) {
-          real = r;
-          std::free(r);
-        }
-        if (!seen_real.insert(real).second) continue;
+        // Scan each real file once per real directory it was reached through: include cycles, several
+        // names for one file and directory symlink loops end here, while a file reached through a
+        // symlink in another directory is scanned there too (NVRTC looks its quoted includes up in
+        // the directory it reached the file through, not the file's real one).
+        auto real_of = [](const std::string& p) {
+          std::string real = p;
+          if (char* r = ::realpath(p.c_str(), nullptr)) {
+            real = r;
+            std::free(r);
+          }
+          return real;
+        };
+        if (!seen_real.insert(real_of(path) + std::string(1, '\0') + real_of(dir_of(path))).second) continue;
         std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
         work.push_back({bytes, text, dir_of(path)});
       }

@@ -10,7 +10,8 @@
 //
 // Hostile input: the scan is bounded (files, bytes per file, bytes in all, include name length);
 // symlink loops and unreadable or special files are recorded by name and state, never followed
-// or read; a file is scanned once (by its real path), so include cycles end. When a bound is hit
+// or read; a file is scanned once per real directory it is reached through (by real paths), so
+// include cycles and directory symlink loops end. When a bound is hit
 // the manifest is incomplete and the result is not cached (complete = false, `problem` says why).
 #pragma once
 
