@@ -234,6 +234,19 @@ TEST_CASE("compile: headers NVRTC finds beside the program, through -I=dir, or b
   write_text(d + "/inc/coef.h", "#define COEF 7.0f\n");
   CHECK(probe(eq, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
 
+  // --pre-include / -include: NVRTC looks the file up in the working directory and the include paths.
+  ::mkdir((d + "/pre").c_str(), 0700);
+  write_text(d + "/pre/coef.h", "#define COEF 2.0f\n");
+  write_text(d + "/noinc.cu", k_saxpy + 18);
+  for (const std::vector<std::string>& opts :
+       {std::vector<std::string>{"--option", "--pre-include=coef.h"}, {"--option", "-include", "--option", "coef.h"}}) {
+    std::vector<std::string> pre{d + "/noinc.cu", "--include", d + "/pre", "--kernel", "saxpy"};
+    pre.insert(pre.end(), opts.begin(), opts.end());
+    CHECK(probe(pre, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+    write_text(d + "/pre/coef.h", "#define COEF " + std::to_string(10 + opts.size()) + ".0f\n");
+    CHECK(probe(pre, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  }
+
   // #include_next in a header on the include path (include_names reads it): end to end.
   ::mkdir((d + "/wrapdir").c_str(), 0700);
   ::mkdir((d + "/next").c_str(), 0700);

@@ -99,6 +99,19 @@ std::vector<std::string> include_dirs(const compile_request& r) {
   return dirs;
 }
 
+// The files --pre-include (-include) options name: NVRTC reads them before the source.
+std::vector<std::string> pre_includes(const compile_request& r) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < r.options.size(); ++i) {
+    const std::string& o = r.options[i];
+    if (o.rfind("--pre-include=", 0) == 0) names.push_back(o.substr(14));
+    else if (o.rfind("-include=", 0) == 0) names.push_back(o.substr(9));
+    else if ((o == "-include" || o == "--pre-include") && i + 1 < r.options.size()) names.push_back(r.options[i + 1]);
+  }
+  names.erase(std::remove_if(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }), names.end());
+  return names;
+}
+
 void add_field(std::string& text, const char* tag, std::string_view value) {
   text += tag;
   text += std::to_string(value.size());  // length-prefixed: no value can fake a field boundary
@@ -209,9 +222,10 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   rep.compiler = where->identity;
 
   const auto dirs = include_dirs(req);
+  const auto pre = pre_includes(req);
   std::vector<std::pair<std::string, std::string>> headers;
   for (const auto& h : req.headers) headers.emplace_back(h.name, h.contents);
-  const detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs, {}, req.name);
+  const detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs, {}, req.name, pre);
   for (const auto& f : manifest.files) rep.dependencies.push_back(f.path);
 
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
@@ -304,7 +318,7 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   // scan again (a miss only; cheap next to NVRTC) must see what the key was made of.
   bool unchanged = true;
   if (cacheable) {
-    const detail::include_manifest after = detail::scan_includes(req.source, in.headers, dirs, {}, req.name);
+    const detail::include_manifest after = detail::scan_includes(req.source, in.headers, dirs, {}, req.name, pre);
     if (after.text() != manifest.text()) {
       unchanged = false;
       std::string which;

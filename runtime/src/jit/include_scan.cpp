@@ -166,7 +166,7 @@ std::vector<std::string> include_names(std::string_view text, std::size_t max_na
 
 include_manifest scan_includes(std::string_view source, const std::vector<std::pair<std::string, std::string>>& headers,
                                const std::vector<std::string>& include_paths, const include_limits& limits,
-                               const std::string& program_name) {
+                               const std::string& program_name, const std::vector<std::string>& pre_includes) {
   include_manifest m;
   std::set<std::string> given;
   for (const auto& h : headers) given.insert(h.first);
@@ -176,6 +176,7 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
     std::shared_ptr<const std::vector<std::uint8_t>> bytes;  // null: the caller's text below
     std::string_view text;
     std::string dir;  // "" for none
+    std::vector<std::string> names;  // the names to look up instead of the text's (pre-includes)
   };
   std::deque<pending> work;
   // NVRTC looks a quoted include up first in the directory of the including text's name: for the
@@ -183,6 +184,8 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
   // contents, its name's, for a file, the file's.
   work.push_back({nullptr, source, program_name.empty() ? std::string() : dir_of(program_name)});
   for (const auto& h : headers) work.push_back({nullptr, h.second, dir_of(h.first)});
+  // --pre-include files: looked up in the working directory, then the include paths.
+  if (!pre_includes.empty()) work.push_back({nullptr, {}, ".", pre_includes});
   std::uint64_t total = 0;
   auto stop = [&](std::string why) {
     m.complete = false;
@@ -191,7 +194,7 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
   while (!work.empty() && m.complete) {
     pending item = std::move(work.front());
     work.pop_front();
-    for (const std::string& name : include_names(item.text, limits.max_name_bytes)) {
+    for (const std::string& name : item.names.empty() ? include_names(item.text, limits.max_name_bytes) : item.names) {
       if (given.count(name)) continue;  // given as contents: its text is scanned and hashed already
       std::vector<std::string> dirs;
       if (!item.dir.empty()) dirs.push_back(item.dir);

@@ -53,9 +53,11 @@ std::vector<std::string> include_names(std::string_view text, std::size_t max_na
 
 // Scans `source` and the `headers` (name, contents) for includes found along `include_paths`, and,
 // as NVRTC looks them up, in the directory of `program_name` for the source's (the working directory
-// for a bare name; "" for none) and in that of each header's name for its includes.
+// for a bare name; "" for none) and in that of each header's name for its includes. `pre_includes`
+// (--pre-include files) are looked up in the working directory and the include paths.
 include_manifest scan_includes(std::string_view source, const std::vector<std::pair<std::string, std::string>>& headers,
                                const std::vector<std::string>& include_paths, const include_limits& limits = {},
-                               const std::string& program_name = {});
+                               const std::string& program_name = {},
+                               const std::vector<std::string>& pre_includes = {});
 
 }  // namespace fatpack::detail
