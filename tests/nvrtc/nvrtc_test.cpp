@@ -310,6 +310,20 @@ TEST_CASE("compile: a header edited while NVRTC compiles is not stored under the
   CHECK(again.has("path=NVRTC SASS target=sm_90 stored=1 deps=3 kernel=ok"));
 }
 
+TEST_CASE("compile: code fatpack cannot load is not stored") {
+  // -rdc=true makes a relocatable cubin the registry refuses. It was stored before the load refused
+  // it, so every later process "hit" it and failed without NVRTC (and without NVRTC's log).
+  const std::string d = case_dir("unloadable");
+  write_text(d + "/k.cu", "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n");
+  const std::vector<std::string> args{d + "/k.cu", "--option", "-rdc=true"};
+  for (int i = 0; i < 2; ++i) {
+    auto r = probe(args, env_for(d));
+    CHECK(r.status == 1);
+    CHECK(r.has("error=bad_package: fatpack::compile: the code NVRTC made for sm_90 is not loadable"));
+    CHECK(r.has("nvrtc_loaded=1"));  // NVRTC ran both times: nothing was stored
+  }
+}
+
 TEST_CASE("compile: headers given as contents are in the key") {
   const std::string d = case_dir("given_header");
   write_text(d + "/saxpy.cu", k_saxpy);

@@ -25,6 +25,7 @@
 
 #include "fatpack/core/codec.hpp"
 #include "fatpack/core/hex.hpp"
+#include "fatpack/core/input.hpp"
 #include "fatpack/core/thread_pool.hpp"
 
 #include <xxhash.h>
@@ -211,6 +212,13 @@ struct artifact {
   std::shared_ptr<jit_store> store;  // PTX, cacheable: where the JIT's SASS goes once loaded
 };
 
+// Printable ASCII of the program name for package and module names.
+std::string module_name_of(const std::string& name) {
+  std::string m;
+  for (char c : name.substr(0, 128)) m += (c > ' ' && c < 127) ? c : '_';
+  return m;
+}
+
 result<artifact> build_for_arch(const compile_request& req, const compile_options& opts, std::uint32_t arch,
                                 int driver_version) {
   stopwatch total;
@@ -316,11 +324,11 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   // NVRTC read the files after the scan: one edited in between made this code from contents the key
   // does not name, and storing it would serve the edited program for the old contents ever after. The
   // scan again (a miss only; cheap next to NVRTC) must see what the key was made of.
-  bool unchanged = true;
+  bool storable = true;
   if (cacheable) {
     const detail::include_manifest after = detail::scan_includes(req.source, in.headers, dirs, {}, req.name, pre);
     if (after.text() != manifest.text()) {
-      unchanged = false;
+      storable = false;
       std::string which;
       for (std::size_t i = 0; i < std::max(after.files.size(), manifest.files.size()) && which.empty(); ++i) {
         if (i >= after.files.size()) which = manifest.files[i].path;
@@ -332,11 +340,21 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
       rep.cache_key.clear();  // the package is named by the code's hash, not by a key it does not match
     }
   }
-  if (sass && cacheable && unchanged) {
+  // Code the registry refuses (-rdc=true's relocatable cubin, -dlto's empty one) is not stored: a
+  // later process would hit it and fail the same way, without NVRTC's log. The same check add_image
+  // makes (load_artifact then reports it); a miss only.
+  if (sass && cacheable && storable &&
+      (a.code.empty() ||
+       !core::import_input(core::byte_span(a.code.data(), a.code.size()), "image '" + req.name + "'",
+                           module_name_of(req.name), core::input_bytes::borrow, /*unknown_sass_ok=*/true))) {
+    storable = false;  // not stored; load_artifact returns the registry's error
+    rep.cache_key.clear();
+  }
+  if (sass && cacheable && storable) {
     cache->store(key, core::byte_span(a.code.data(), a.code.size()));  // read-only: the cache ignores it
     rep.not_cached = unkept_reason(mode);
     rep.stored = rep.not_cached.empty();
-  } else if (!sass && cacheable && unchanged) {
+  } else if (!sass && cacheable && storable) {
     // The SASS comes from the load's JIT (load_artifact): stored then, the lock held until then.
     a.store = std::make_shared<jit_store>();
     a.store->key = ptx_key();
@@ -349,13 +367,6 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   guard.reset();  // after the store: a waiting process finds the entry
   rep.total_ms = total.ms();
   return a;
-}
-
-// Printable ASCII of the program name for package and module names.
-std::string module_name_of(const std::string& name) {
-  std::string m;
-  for (char c : name.substr(0, 128)) m += (c > ' ' && c < 127) ? c : '_';
-  return m;
 }
 
 // The PTX ISA of a PTX text (".version 9.0"), for the error when the driver refuses it.
