@@ -234,6 +234,16 @@ TEST_CASE("compile: headers NVRTC finds beside the program, through -I=dir, or b
   write_text(d + "/inc/coef.h", "#define COEF 7.0f\n");
   CHECK(probe(eq, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
 
+  // Spaces: NVRTC drops them around an option and after -I ("-I  dir" is "dir").
+  int coef = 20;
+  for (const std::string& opt : {"-I  " + d + "/inc", " -I" + d + "/inc ", "--include-path=" + d + "/inc "}) {
+    INFO(opt);
+    const std::vector<std::string> spaced{d + "/saxpy.cu", "--option", opt, "--kernel", "saxpy"};
+    CHECK(probe(spaced, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+    write_text(d + "/inc/coef.h", "#define COEF " + std::to_string(++coef) + ".0f\n");
+    CHECK(probe(spaced, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  }
+
   // --pre-include / -include: NVRTC looks the file up in the working directory and the include paths.
   ::mkdir((d + "/pre").c_str(), 0700);
   write_text(d + "/pre/coef.h", "#define COEF 2.0f\n");
@@ -689,6 +699,13 @@ TEST_CASE("compile: bounded, checked inputs (in process, before any driver or NV
   r.source = "__global__ void k() {}";
   r.options = {"-arch=sm_80"};
   CHECK(fatpack::compile(r).error().message.find("leave -arch out") != std::string::npos);
+  // NVRTC ignores spaces around an option: " -arch=sm_80" was let through, NVRTC took it after
+  // fatpack's own -arch, and sm_80 code was stored under the sm_90 key (a load error, every miss).
+  for (const char* spaced : {" -arch=sm_80", "  --gpu-architecture=sm_80 ", " -code=sm_80"}) {
+    INFO(spaced);
+    r.options = {spaced};
+    CHECK(fatpack::compile(r).error().message.find("leave -arch out") != std::string::npos);
+  }
   r.options = {std::string(fatpack::detail::k_max_option_bytes + 1, 'x')};
   CHECK(fatpack::compile(r).error().code == fatpack::errc::invalid_argument);
   r.options.clear();

@@ -47,6 +47,15 @@ error bad_input(std::string what) { return error{errc::invalid_argument, 0, "fat
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
+// An option as NVRTC 13.0 reads it: spaces around it are dropped (" -arch=sm_80 " is -arch=sm_80).
+std::string_view trimmed(std::string_view o) {
+  while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+  while (!o.empty() && o.back() == ' ') o.remove_suffix(1);
+  return o;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
 // Checks every input against its bound (docs/nvrtc.md "Limits").
 status validate(const compile_request& r) {
   using namespace detail;
@@ -80,10 +89,12 @@ status validate(const compile_request& r) {
   if (auto s = check_words(r.options, "option"); !s) return s;
   if (auto s = check_words(r.include_paths, "include path"); !s) return s;
   if (auto s = check_words(r.name_expressions, "name expression"); !s) return s;
-  for (const auto& o : r.options)
-    if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0 || o == "-code" ||
-        o.rfind("--gpu-code", 0) == 0)
+  for (const auto& o : r.options) {
+    const std::string_view t = trimmed(o);
+    if (starts_with(t, "-arch") || starts_with(t, "--gpu-architecture") || t == "-code" || starts_with(t, "-code=") ||
+        starts_with(t, "--gpu-code"))
       return bad_input("option '" + o + "': fatpack chooses the architecture per device; leave -arch out");
+  }
   return {};
 }
 
@@ -91,10 +102,10 @@ status validate(const compile_request& r) {
 std::vector<std::string> include_dirs(const compile_request& r) {
   std::vector<std::string> dirs = r.include_paths;
   for (std::size_t i = 0; i < r.options.size(); ++i) {
-    const std::string& o = r.options[i];
-    if (o.rfind("--include-path=", 0) == 0) dirs.push_back(o.substr(15));
-    else if (o.rfind("-I=", 0) == 0) dirs.push_back(o.substr(3));  // NVRTC reads "-I=dir" as "dir"
-    else if (o.rfind("-I", 0) == 0 && o.size() > 2) dirs.push_back(o.substr(2));
+    const std::string_view o = trimmed(r.options[i]);
+    if (starts_with(o, "--include-path=")) dirs.emplace_back(o.substr(15));
+    else if (starts_with(o, "-I=")) dirs.emplace_back(o.substr(3));  // NVRTC reads "-I=dir" as "dir"
+    else if (starts_with(o, "-I") && o.size() > 2) dirs.emplace_back(trimmed(o.substr(2)));  // "-I  dir": "dir"
     else if ((o == "-I" || o == "--include-path") && i + 1 < r.options.size()) dirs.push_back(r.options[i + 1]);
   }
   return dirs;
@@ -104,9 +115,9 @@ std::vector<std::string> include_dirs(const compile_request& r) {
 std::vector<std::string> pre_includes(const compile_request& r) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < r.options.size(); ++i) {
-    const std::string& o = r.options[i];
-    if (o.rfind("--pre-include=", 0) == 0) names.push_back(o.substr(14));
-    else if (o.rfind("-include=", 0) == 0) names.push_back(o.substr(9));
+    const std::string_view o = trimmed(r.options[i]);
+    if (starts_with(o, "--pre-include=")) names.emplace_back(o.substr(14));
+    else if (starts_with(o, "-include=")) names.emplace_back(o.substr(9));
     else if ((o == "-include" || o == "--pre-include") && i + 1 < r.options.size()) names.push_back(r.options[i + 1]);
   }
   names.erase(std::remove_if(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }), names.end());
