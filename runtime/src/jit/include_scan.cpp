@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -58,8 +60,7 @@ class name_reader {
       p = nl + 1;
     }
     // __has_include("x") / __has_include_next(<x>) anywhere: whether x exists decides the program.
-    for (std::size_t at = t_.find("__has_include"); at != std::string_view::npos;
-         at = t_.find("__has_include", at + 1)) {
+    for (std::size_t at = find_has_include(0); at != std::string_view::npos; at = find_has_include(at + 1)) {
       std::size_t i = at + 13;
       if (t_.substr(i, 5) == "_next") i += 5;
       if (i < t_.size() && is_ident(t_[i])) continue;
@@ -70,6 +71,16 @@ class name_reader {
   }
 
  private:
+  // The next "__has_include" at or after `from` (Boyer-Moore-Horspool: identifiers with '_' are
+  // everywhere, so a search by the first character stops at most of them).
+  std::size_t find_has_include(std::size_t from) const {
+    static constexpr std::string_view k = "__has_include";
+    static const std::boyer_moore_horspool_searcher<std::string_view::const_iterator> searcher(k.begin(), k.end());
+    if (from >= t_.size()) return std::string_view::npos;
+    const auto it = std::search(t_.begin() + from, t_.end(), searcher);
+    return it == t_.end() ? std::string_view::npos : static_cast<std::size_t>(it - t_.begin());
+  }
+
   // Past spaces and block comments (and newlines too when `newlines`); a comment without an end
   // ends the text.
   std::size_t skip_blank(std::size_t i, bool newlines) {
@@ -118,29 +129,55 @@ class name_reader {
   std::size_t close_ = 0;  // the next "*/" at or after the last search (npos: none)
 };
 
+// The next backslash or '?' at or after `from` (npos: none). A plain loop: string_view::find_first_of
+// calls memchr once per character of the text.
+std::size_t next_special(std::string_view text, std::size_t from) {
+  for (std::size_t i = from; i < text.size(); ++i)
+    if (text[i] == '\\' || text[i] == '?') return i;
+  return std::string_view::npos;
+}
+
 // `text` with its line splices joined: a backslash, then (when `lenient`) spaces or tabs, then a
 // newline. The trigraph ??/ is a backslash too.
 std::string joined(std::string_view text, bool lenient) {
   std::string out;
   out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    std::size_t j = i;
-    if (text[i] == '\\') j = i + 1;
-    else if (text.substr(i, 3) == "?""?/") j = i + 3;
-    else {
-      out += text[i];
-      continue;
+  std::size_t copied = 0;  // text[..copied) is in `out`
+  for (std::size_t i = next_special(text, 0); i != std::string_view::npos; i = next_special(text, i + 1)) {
+    std::size_t j = i + 1;
+    if (text[i] == '?') {
+      if (text.substr(i, 3) != "?""?/") continue;
+      j = i + 3;
     }
     if (lenient)
       while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
     if (j < text.size() && text[j] == '\r') ++j;
-    if (j < text.size() && text[j] == '\n') {
-      i = j;  // the splice is gone
-      continue;
+    if (j < text.size() && text[j] == '\n') {  // the splice is dropped
+      out.append(text.data() + copied, i - copied);
+      copied = j + 1;
+      i = j;
     }
-    out += text[i];
   }
+  out.append(text.data() + copied, text.size() - copied);
   return out;
+}
+
+// Whether `text` may have a line splice: a backslash followed by spaces or tabs and a newline, or
+// the trigraph ??/ anywhere. Most headers have backslashes (in strings, in macros) and no splice;
+// memchr and memmem, since this runs over every file on every call.
+bool has_splice(std::string_view text) {
+  const char* const end = text.data() + text.size();
+  for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(p, '?', std::size_t(end - p))));) {
+    if (end - p >= 3 && p[1] == '?' && p[2] == '/') return true;
+    ++p;
+  }
+  for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(p, '\\', std::size_t(end - p))));) {
+    ++p;
+    while (p < end && (*p == ' ' || *p == '\t')) ++p;
+    if (p < end && *p == '\r') ++p;
+    if (p < end && *p == '\n') return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -150,7 +187,7 @@ std::vector<std::string> include_names(std::string_view text, std::size_t max_na
   name_reader(text, max_name, found).run();
   // A line splice may be anywhere, even inside "include". Whether a backslash followed by spaces
   // before the newline is one is the compiler's choice: the text is read both ways (a superset).
-  if (text.find('\\') != std::string_view::npos || text.find("?""?/") != std::string_view::npos) {
+  if (has_splice(text)) {
     for (bool lenient : {false, true}) {
       const std::string j = joined(text, lenient);
       name_reader(j, max_name, found).run();
