@@ -536,6 +536,24 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
     CHECK(reinterpret_cast<std::uintptr_t>(hit->data()) % 64 == 0);  // format 1.2: the cubin starts aligned
     CHECK(*hit == big);
     CHECK(mappings_of(path) == 1);
+    // The writable room around the cubin (fs.hpp map_read): the entry's own pages before it plus
+    // map_room, and the rest of its last page after it; to one taker among the copies. Writing there
+    // changes this process's pages, never the file.
+    {
+      const std::vector<std::uint8_t> file_before = read_file(path);
+      const sass_bytes copy = *hit;
+      const auto room = copy.take_room();
+      const std::size_t offset = file_before.size() - big.size();  // the cubin ends the file
+      CHECK(room.first == map_room + offset);
+      const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+      CHECK(room.second == (page - file_before.size() % page) % page);
+      CHECK(hit->take_room() == std::pair<std::size_t, std::size_t>(0, 0));  // taken through the copy
+      auto* cubin = const_cast<std::uint8_t*>(hit->data());
+      std::memset(cubin - room.first, 0xA5, room.first);
+      std::memset(cubin + big.size(), 0x5A, room.second);
+      CHECK(*hit == big);
+      CHECK(read_file(path) == file_before);
+    }
     // Evicted (unlinked) and the layer gone while the SASS is in use: the bytes stay.
     REQUIRE(::unlink(path.c_str()) == 0);
     d.reset();

@@ -72,6 +72,26 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 }  // namespace
 
+TEST_CASE("a package head, the entry's bytes and zeros to 64 are the codec-none package, byte for byte") {
+  for (const auto& e : real_entries()) {
+    CAPTURE(e.origin);
+    pack_options o;
+    o.codec = codec::none;
+    auto whole = write_package_lz4("kernels", {e}, o);
+    REQUIRE(whole);
+    auto head = write_package_head("kernels", e);
+    REQUIRE(head);
+    CHECK(head.value().size() % 64 == 0);
+    std::vector<std::uint8_t> made((head.value().size() + e.raw.size() + 63) / 64 * 64, 0);
+    std::copy(head.value().begin(), head.value().end(), made.begin());
+    std::copy(e.raw.begin(), e.raw.end(), made.begin() + std::ptrdiff_t(head.value().size()));
+    CHECK(made == whole.value());
+    auto view = package_view::parse(byte_span(made), "made.fpk");
+    REQUIRE(view);
+    CHECK(view.value().entries().at(0).payload_offset == head.value().size());
+  }
+}
+
 TEST_CASE("real nvcc output round-trips through every codec, byte for byte") {
   const auto inputs = real_entries();
   for (codec c : {codec::none, codec::lz4, codec::zstd}) {

@@ -9,7 +9,8 @@
 // Output: "device=<n> path=<cache hit|NVRTC SASS|NVRTC PTX + JIT> target=<t> stored=<0|1> kernel=<ok|error text>"
 //         or "error=<errc name>: <message>" and "log=<NVRTC log>"; then "threads=<n> hw=<m>" (this
 //         process's threads after the compile, and the processor count the C++ library reports: a
-//         hit must start no thread); last line "nvrtc_loaded=<0|1>".
+//         hit must start no thread), "entry_mappings=<n>" (cache entry files mapped while the
+//         results live); last line "nvrtc_loaded=<0|1>".
 // Exit status 0 when every device compiled and every --kernel was found, else 1.
 #include "fatpack/compile.hpp"
 #include "fatpack/fatpack.h"
@@ -39,6 +40,15 @@ int thread_count() {
 
 bool nvrtc_mapped() {
   return slurp("/proc/self/maps").find("libnvrtc") != std::string::npos;
+}
+
+// Mappings of cache entry files (*.fpc) while the compiled libraries live: a hit's large entry is
+// mapped, and the library's package is made around that mapping (no copy).
+int entry_mappings() {
+  const std::string maps = slurp("/proc/self/maps");
+  int n = 0;
+  for (std::size_t p = maps.find(".fpc"); p != std::string::npos; p = maps.find(".fpc", p + 1)) ++n;
+  return n;
 }
 
 }  // namespace
@@ -128,6 +138,7 @@ int main(int argc, char** argv) {
     std::cout << "\nreason=" << rep.reason << "\n";
     if (!rep.not_cached.empty()) std::cout << "not_cached=" << rep.not_cached << "\n";
   }
+  std::cout << "entry_mappings=" << entry_mappings() << "\n";
   std::cout << "threads=" << thread_count() << " hw=" << std::thread::hardware_concurrency() << "\n";
   std::cout << "nvrtc_loaded=" << nvrtc_mapped() << "\n";
   return ok ? 0 : 1;

@@ -87,6 +87,17 @@ TEST_CASE("compile: a hit in a fresh process starts no thread, also where there 
   const std::vector<std::string> args{d + "/big.cu", "--kernel", "k14"};
   auto first = probe(args, env_for(d));
   REQUIRE(first.has("path=NVRTC SASS target=sm_90 stored=1"));
+  auto entry_bytes = [&] {
+    std::vector<std::uint8_t> all;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(d + "/cache/v1/objects"))
+      if (e.path().extension() == ".fpc") {
+        auto b = read_file(e.path().string());
+        all.insert(all.end(), b.begin(), b.end());
+      }
+    return all;
+  };
+  const std::vector<std::uint8_t> stored = entry_bytes();
+  REQUIRE(stored.size() > 0);
   auto env = env_for(d);
   env["LD_PRELOAD"] = NPROCS16_PATH;
   // Under ASan (the sanitizer job) the shim comes before ASan's runtime in the library list, which
@@ -98,6 +109,13 @@ TEST_CASE("compile: a hit in a fresh process starts no thread, also where there 
   CHECK(hit.has(" hw=16"));  // the shim took: the runtime believes it has 16 cores
   CHECK(hit.has("threads=1 "));
   CHECK(hit.has("nvrtc_loaded=0"));
+  // The library's package is made around the entry's mapping, which it keeps (it was a copy, and
+  // the mapping was gone); the package's head written before the cubin never reaches the file.
+  CHECK(hit.has("entry_mappings=1"));
+  CHECK(entry_bytes() == stored);
+  auto again = probe(args, env_for(d));
+  CHECK(again.has("path=cache hit target=sm_90"));
+  CHECK(again.has("kernel=ok"));
   // The entry is as large as the case needs: its cubin (the header's cubin_size, little-endian at
   // byte 56, docs/cache.md) spans at least two 256 KiB decode blocks.
   std::uint64_t cubin_size = 0;

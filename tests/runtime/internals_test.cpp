@@ -654,3 +654,41 @@ TEST_CASE("port image names: equal bytes share a name, a colliding hash with oth
   CHECK(third.name != first.name);
   CHECK(third.name != other.name);
 }
+
+TEST_CASE("registry: add_image_in_place makes the package around the bytes, or copies where the room is short") {
+  const auto cubin = fatpack_test::read_file(fatpack_test::artifact("vadd.sm_90.cubin"));
+  constexpr std::size_t before = 16 * 1024;
+  // The room after the cubin holds junk: the package's padding must become zeros.
+  std::vector<std::uint8_t> buf(before + cubin.size() + 64, 0xEE);
+  std::copy(cubin.begin(), cubin.end(), buf.begin() + before);
+  auto keep = std::make_shared<int>(0);
+  std::uint8_t* data = buf.data() + before;
+  REQUIRE(registry::instance().add_image_in_place(keep, data, cubin.size(), before, 64, "in_place", "in_place").ok());
+  auto me = registry::instance().find_module("in_place", "in_place");
+  REQUIRE(me.has_value());
+  const auto& view = me.value().package->view;
+  const auto payload = view.stored_payload(me.value().entries.front());
+  CHECK(payload.data == data);  // the bytes themselves, not a copy
+  CHECK(payload.size == cubin.size());
+  CHECK(view.bytes().data >= buf.data());
+  CHECK(view.bytes().data + view.total_size() <= buf.data() + buf.size());
+  CHECK(view.total_size() % 64 == 0);
+  for (std::size_t i = cubin.size(); i < view.total_size() - (data - view.bytes().data); ++i) CHECK(data[i] == 0);
+  CHECK(me.value().package->keep == keep);
+  CHECK(view.verify().ok());
+  auto loaded = fatpack::load_module("in_place", [] {
+    fatpack::load_options o;
+    o.package = "in_place";
+    return o;
+  }());
+  CHECK(loaded.has_value());
+
+  // No room before (or too little after): copied into a package of its own, as add_image does.
+  std::vector<std::uint8_t> tight(cubin);
+  REQUIRE(registry::instance().add_image_in_place(keep, tight.data(), tight.size(), 0, 0, "copied", "copied").ok());
+  auto cme = registry::instance().find_module("copied", "copied");
+  REQUIRE(cme.has_value());
+  const auto cp = cme.value().package->view.stored_payload(cme.value().entries.front());
+  CHECK(cp.data != tight.data());
+  CHECK(std::equal(cp.data, cp.data + cp.size, cubin.begin(), cubin.end()));
+}

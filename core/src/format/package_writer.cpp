@@ -76,9 +76,16 @@ result<std::vector<std::uint8_t>> write_package_lz4(const std::string& name, con
   return detail::write_package_using(name, entries, options, compress_none_or_lz4);
 }
 
+result<std::vector<std::uint8_t>> write_package_head(const std::string& name, const entry_input& entry) {
+  pack_options opts;
+  opts.codec = codec::none;
+  return detail::write_package_using(name, {entry}, opts, compress_none_or_lz4, /*head_only=*/true);
+}
+
 result<std::vector<std::uint8_t>> detail::write_package_using(const std::string& name,
                                                               const std::vector<entry_input>& entries,
-                                                              const pack_options& options, payload_compressor compress) {
+                                                              const pack_options& options, payload_compressor compress,
+                                                              bool head_only) {
   if (name.empty()) return make_error(errc::invalid_argument, "package name is empty");
   if (entries.empty()) return make_error(errc::invalid_argument, "package '" + name + "' has no entries");
   if (entries.size() > 1'000'000)
@@ -182,11 +189,13 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     pos = align_up(pos + stored_of(i).size, payload_alignment);
   }
   const std::uint64_t total = pos;
+  // The head: header, entry table and strings, up to the first payload (one codec-none entry).
+  const std::uint64_t written = head_only ? payload_offsets.front() : total;
 
   std::vector<std::uint8_t> out;
-  out.reserve(std::size_t(total));
-  prefault(out.data(), std::size_t(total));
-  out.resize(std::size_t(total), 0);
+  out.reserve(std::size_t(written));
+  prefault(out.data(), std::size_t(written));
+  out.resize(std::size_t(written), 0);
   std::uint8_t* h = out.data();
   std::memcpy(h + h_magic, package_magic, sizeof package_magic);
   put16(h + h_major, format_major);
@@ -232,7 +241,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put16(r + e_link_parts, e.link_parts);
     put32(r + e_plan_offset, p.plan.first);
     put32(r + e_plan_size, p.plan.second);
-    if (stored.size) std::memcpy(out.data() + payload_offsets[i], stored.data, stored.size);
+    if (stored.size && !head_only) std::memcpy(out.data() + payload_offsets[i], stored.data, stored.size);
   }
   if (string_size) std::memcpy(out.data() + string_offset, strings.bytes().data(), std::size_t(string_size));
   put64(h + h_tables_xxh3, xxh3(byte_span(out.data(), std::size_t(string_offset + string_size))));

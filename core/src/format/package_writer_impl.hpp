@@ -10,7 +10,9 @@ namespace fatpack::core::detail {
 
 using payload_compressor = result<std::vector<std::uint8_t>> (*)(codec c, int level, std::uint32_t block_size,
                                                                  byte_span raw);
+// `head_only`: the bytes before the first payload only (write_package_head).
 result<std::vector<std::uint8_t>> write_package_using(const std::string& name, const std::vector<entry_input>& entries,
-                                                      const pack_options& options, payload_compressor compress);
+                                                      const pack_options& options, payload_compressor compress,
+                                                      bool head_only = false);
 
 }  // namespace fatpack::core::detail

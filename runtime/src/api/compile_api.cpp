@@ -443,10 +443,10 @@ void store_jit_sass(jit_store& st, compile_report& rep, const std::string& modul
   rep.not_cached = st.not_cached;
 }
 
-// The code is copied once, into the registry's package (add_image borrows it while it packs; on a
-// hit, from the mapping of the cache entry: one fresh 1 MB buffer, not two).
-// `release`: the artifact's code, given up once it is packed (its only user): a cache hit's mapping
-// is then gone before the driver loads the package.
+// The code becomes a package of the registry's: a mapped cache hit's in place (the package's head
+// written into the mapping's private room before the cubin: no copy, no fresh memory for it), other
+// code copied once (add_image borrows it while it packs).
+// `release`: the artifact's code, given up once it is packed (its only user).
 result<compiled> load_artifact(const compile_request& req, const artifact& a, const detail::device& dev,
                                detail::sass_bytes* release = nullptr) {
   stopwatch sw;
@@ -463,8 +463,13 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
       (named_by_key ? c.report.cache_key.substr(0, 16)
                     : core::hex16(core::xxh3(core::byte_span(a.code.data(), a.code.size()))));
   const std::string ptx_version = c.report.path == compile_path::nvrtc_ptx ? ptx_version_of(a.code) : std::string();
-  if (auto s = detail::registry::instance().add_image(a.code.data(), a.code.size(), module, package,
-                                                      /*compiled_here=*/true);
+  // A mapped cache hit: the package is made around the mapping's bytes, none copied; otherwise the
+  // code is copied into a package of its own.
+  const auto room = a.code.take_room();
+  auto& reg = detail::registry::instance();
+  if (auto s = room.first ? reg.add_image_in_place(a.code.keeper(), const_cast<std::uint8_t*>(a.code.data()),
+                                                   a.code.size(), room.first, room.second, module, package)
+                          : reg.add_image(a.code.data(), a.code.size(), module, package, /*compiled_here=*/true);
       !s) {
     error e = s.error();
     e.message = "fatpack::compile: the code NVRTC made for " + c.report.target + " is not loadable: " + e.message;

@@ -50,10 +50,13 @@ class fs {
   // EOPNOTSUPP/EINVAL where the file system cannot (callers go on).
   virtual int allocate(int fd, std::uint64_t size) = 0;
   virtual int fstat(int fd, file_stat& st) = 0;
-  // Maps the first `size` bytes of an open regular file read-only and private: 0 and `addr`, or an
-  // errno (a file system that cannot map: the caller reads instead). Released with unmap_file,
-  // which goes to the OS directly: a mapping may outlive the seam that made it (the JIT service
-  // keeps a hit's SASS for the process).
+  // Maps the first `size` bytes of an open regular file private and copy-on-write (a write changes
+  // this process's copy of the page, never the file), after map_room bytes of anonymous memory:
+  // 0 and `addr` (the file's first byte), or an errno (a file system that cannot map: the caller
+  // reads instead). The room and the pages before a hit's cubin take the package header that
+  // fatpack::compile writes there instead of copying the cubin (registry add_image_in_place).
+  // Released with unmap_file, which goes to the OS directly: a mapping may outlive the seam that
+  // made it (the JIT service keeps a hit's SASS for the process).
   virtual int map_read(int fd, std::uint64_t size, const void*& addr) = 0;
   // lstat (a symlink is neither regular nor a directory).
   virtual int stat(const std::string& path, file_stat& st) = 0;
@@ -91,7 +94,15 @@ fs& current_fs();
 void set_fs_for_testing(fs* f);
 fs& posix_fs();
 
-// Releases a map_read mapping (munmap).
+// The anonymous room map_read puts before a file's pages: address space only until written (a
+// package head is a few hundred bytes to a few KB: one or two pages).
+inline constexpr std::size_t map_room = 64 * 1024;
+
+// The bytes after the end of a file of `file_size` bytes that its map_read mapping still covers: the
+// rest of its last page, zeros that this process may write.
+std::size_t map_tail_room(std::uint64_t file_size) noexcept;
+
+// Releases a map_read mapping (munmap), its room included.
 void unmap_file(const void* addr, std::uint64_t size) noexcept;
 
 // A map_read mapping, released on destruction; move-only.

@@ -94,9 +94,19 @@ class posix final : public fs {
   }
   int map_read(int fd, std::uint64_t size, const void*& addr) override {
     if (size == 0 || size > static_cast<std::uint64_t>(SIZE_MAX)) return EINVAL;
-    void* p = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (size > static_cast<std::uint64_t>(SIZE_MAX) - map_room) return EINVAL;
+    // The room and the file's pages in one reservation, so that they are contiguous.
+    void* p = ::mmap(nullptr, map_room + static_cast<std::size_t>(size), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return errno;
-    addr = p;
+    void* file = static_cast<std::uint8_t*>(p) + map_room;
+    if (::mmap(file, static_cast<std::size_t>(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) ==
+        MAP_FAILED) {
+      const int e = errno;
+      ::munmap(p, map_room + static_cast<std::size_t>(size));
+      return e;
+    }
+    addr = file;
     return 0;
   }
   int stat(const std::string& path, file_stat& st) override {
@@ -203,8 +213,13 @@ fs* g_override = nullptr;
 
 }  // namespace
 
+std::size_t map_tail_room(std::uint64_t file_size) noexcept {
+  static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return page && file_size % page ? static_cast<std::size_t>(page - file_size % page) : 0;
+}
+
 void unmap_file(const void* addr, std::uint64_t size) noexcept {
-  if (addr) ::munmap(const_cast<void*>(addr), static_cast<std::size_t>(size));
+  if (addr) ::munmap(const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(addr)) - map_room, map_room + static_cast<std::size_t>(size));
 }
 
 fs& posix_fs() {

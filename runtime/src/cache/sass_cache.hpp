@@ -15,6 +15,7 @@
 #include "fatpack/core/error.hpp"
 #include "fatpack/core/target.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -55,6 +56,22 @@ class sass_bytes {
   sass_bytes() = default;
   sass_bytes(std::vector<std::uint8_t> owned) : owned_(std::move(owned)) {}  // NOLINT: a vector is SASS bytes
   sass_bytes(std::shared_ptr<const void> keep, core::byte_span view) : keep_(std::move(keep)), view_(view) {}
+  // A view with writable room around it: `before` bytes before view.data and `after` bytes after
+  // its end that are this process's own (a mapped hit's copy-on-write pages and its anonymous room,
+  // fs.hpp map_read), for the one caller that takes them (take_room).
+  sass_bytes(std::shared_ptr<const void> keep, core::byte_span view, std::size_t before, std::size_t after)
+      : keep_(std::move(keep)), view_(view), room_(std::make_shared<room>()) {
+    room_->before = before;
+    room_->after = after;
+  }
+  // The writable room around the bytes, {before, after}, to the first caller among all copies of
+  // this object (copies share the mapping: two writers would race); {0, 0} to later callers and
+  // where there is none.
+  std::pair<std::size_t, std::size_t> take_room() const {
+    if (!room_ || room_->taken.exchange(true)) return {0, 0};
+    return {room_->before, room_->after};
+  }
+  const std::shared_ptr<const void>& keeper() const { return keep_; }
   const std::uint8_t* data() const { return keep_ ? view_.data : owned_.data(); }
   std::size_t size() const { return keep_ ? view_.size : owned_.size(); }
   bool empty() const { return size() == 0; }
@@ -73,8 +90,13 @@ class sass_bytes {
  private:
   bool equal(const std::uint8_t* p, std::size_t n) const { return n == size() && (n == 0 || std::memcmp(p, data(), n) == 0); }
   std::vector<std::uint8_t> owned_;
+  struct room {
+    std::size_t before = 0, after = 0;
+    std::atomic<bool> taken{false};
+  };
   std::shared_ptr<const void> keep_;
   core::byte_span view_;
+  std::shared_ptr<room> room_;
 };
 
 // A cache hit. `exact`: built by this very driver. Otherwise an entry with the same code key that

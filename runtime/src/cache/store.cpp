@@ -187,7 +187,8 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
       return read_status::invalid;
     }
     if (mapping)
-      cubin = sass_bytes(std::move(mapping), view);
+      cubin = sass_bytes(std::move(mapping), view, map_room + static_cast<std::size_t>(h.payload_offset()),
+                         map_tail_room(st.size));
     else
       cubin = sass_bytes(std::move(stored));
     return read_status::ok;

@@ -384,6 +384,40 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
   return add_imported(std::move(entries.value()), module, package_name);
 }
 
+status registry::add_image_in_place(std::shared_ptr<const void> keep, std::uint8_t* data, std::size_t size,
+                                   std::size_t before, std::size_t after, std::string_view module_name,
+                                   std::string_view package_name) {
+  if (!data || size == 0) return error{errc::invalid_argument, 0, "add_image: empty buffer", {}};
+  if (module_name.empty()) return error{errc::invalid_argument, 0, "add_image: empty module name", {}};
+  const core::byte_span bytes(data, size);
+  const std::string module(module_name);
+  const std::string source = "image '" + module + "'";
+  auto entries = core::import_input(bytes, source, module, core::input_bytes::borrow, /*unknown_sass_ok=*/true);
+  if (!entries) return from_core(entries.error());
+  if (entries.value().size() != 1) return add_imported(std::move(entries.value()), module, package_name);
+  core::entry_input& e = entries.value().front();
+  e.module_name = module;
+  auto head = core::write_package_head(package_name.empty() ? module : std::string(package_name), e);
+  if (!head) return from_core(head.error());
+  const std::size_t pad = (64 - size % 64) % 64;
+  if (head.value().size() > before || pad > after) return add_imported(std::move(entries.value()), module, package_name);
+  std::uint8_t* begin = data - head.value().size();
+  std::memcpy(begin, head.value().data(), head.value().size());
+  for (std::size_t i = 0; i < pad; ++i)
+    if (data[size + i]) data[size + i] = 0;  // zeros already where the room is a mapping's last page
+  entries.value().clear();
+  auto parsed = parse_all(core::byte_span(begin, head.value().size() + size + pad), source, std::move(keep));
+  if (!parsed) return parsed.error();
+  for (auto& p : parsed.value()) {
+    p->source = source;
+    p->written_here = true;  // write_package_head hashed the bytes it describes
+  }
+  log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
+  std::lock_guard<std::mutex> lock(mu_);
+  refresh_locked();
+  return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
+}
+
 status registry::add_imported(std::vector<core::entry_input> entries, const std::string& module,
                               std::string_view package_name) {
   const std::string pkg_name = package_name.empty() ? module : std::string(package_name);

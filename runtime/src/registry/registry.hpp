@@ -99,6 +99,13 @@ class registry {
   // its source cache; core::import_input's unknown_sass_ok).
   status add_image(const void* data, std::size_t size, std::string_view module_name, std::string_view package_name,
                    bool compiled_here = false);
+  // add_image for a cubin or PTX image that has writable room around it that the caller gives up
+  // (`before` bytes before `data`, `after` after its end; fatpack::compile's mapped cache hit,
+  // cache/fs.hpp map_read): the package is made around the bytes (its head written before them,
+  // zeros after them up to a multiple of 64) instead of copying them, and `keep` keeps them for
+  // the package's life. Too little room, or not one entry: add_image's copy.
+  status add_image_in_place(std::shared_ptr<const void> keep, std::uint8_t* data, std::size_t size, std::size_t before,
+                            std::size_t after, std::string_view module_name, std::string_view package_name);
   // Queues an embedded record; parsed on first use. Safe during static initialisation.
   void add_record(const core::registry_record* record);
 

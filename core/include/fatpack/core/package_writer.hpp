@@ -52,4 +52,11 @@ result<std::vector<std::uint8_t>> write_package(const std::string& name, const s
 result<std::vector<std::uint8_t>> write_package_lz4(const std::string& name, const std::vector<entry_input>& entries,
                                                     const pack_options& options);
 
+// The first bytes of the one-entry, codec-none package write_package_lz4 makes of `entry`: its
+// header, entry table and strings, up to the payload (whose offset is the returned size). That head,
+// then the entry's bytes, then zeros up to a multiple of 64 are that package, byte for byte: a
+// caller that has the entry's bytes in memory with room before them (the runtime, for a mapped cache
+// hit: registry add_image_in_place) makes the package around them without copying them.
+result<std::vector<std::uint8_t>> write_package_head(const std::string& name, const entry_input& entry);
+
 }  // namespace fatpack::core
