@@ -840,6 +840,21 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
     CHECK(done);
     CHECK(reading.get() == "not a regular file");
   }
+
+  // A file whose size says less than it holds (procfs: 0 bytes) is read to its end, as NVRTC reads
+  // it: it was hashed as empty, and a header under /proc that changed was a stale hit.
+  {
+    std::string why;
+    auto status = fatpack::detail::os::read_file("/proc/self/status", 1 << 20, why);
+    REQUIRE(status);
+    const std::string text(status->begin(), status->end());
+    CHECK(text.find("Name:") != std::string::npos);
+    CHECK(fatpack::detail::os::read_file("/proc/self/status", 16, why) == nullptr);  // still bounded
+    CHECK(why.find("more than the limit of 16 bytes") != std::string::npos);
+    auto scanned = scan_includes("#include \"/proc/self/status\"\n", {}, {});
+    REQUIRE(scanned.files.size() == 1);
+    CHECK(scanned.files.front().state.find(":0") == std::string::npos);  // "<hash>:<size>", not size 0
+  }
 }
 
 TEST_CASE("build-id: read from the file without loading it") {

@@ -76,7 +76,8 @@ class mapped_file {
 // Maps `path`; on failure returns null and sets `why` ("No such file or directory").
 std::shared_ptr<const mapped_file> map_file(const std::string& path, std::string& why);
 
-// Reads a whole regular file into owned memory, at most `max_size` bytes; on failure returns null
+// Reads a whole regular file, to its end (not to the size stat gives: a procfs file says 0 bytes),
+// into owned memory, at most `max_size` bytes; on failure returns null
 // and sets `why` ("No such file or directory", "is 5000000000 bytes, more than ..."). Packages are
 // copied, not mapped: a mapped file rewritten in place (`cp` over it, an update) would kill the
 // process with SIGBUS on the next read of a page past its new end.

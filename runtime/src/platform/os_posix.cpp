@@ -221,16 +221,28 @@ std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& pa
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
   if (std::uint64_t(st.st_size) > max_size)
     return fail("is " + std::to_string(st.st_size) + " bytes, more than the limit of " + std::to_string(max_size));
+  // Read to the end, not to the size fstat gave: what a reader after us (NVRTC, for a header the
+  // include scan hashes) sees is everything up to EOF, and a file may say 0 bytes and hold more
+  // (procfs, sysfs) or grow while it is read. One byte more than fstat's size finds EOF without a
+  // second allocation; a file that is longer after all grows the buffer, up to max_size.
   auto bytes = std::make_shared<std::vector<std::uint8_t>>();
-  try {
-    bytes->resize(static_cast<std::size_t>(st.st_size));
-  } catch (const std::exception&) {
+  auto grow_to = [&](std::uint64_t n) {
+    try {
+      bytes->resize(static_cast<std::size_t>(n));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  if (!grow_to(std::min<std::uint64_t>(std::uint64_t(st.st_size), max_size) + 1))
     return fail("cannot allocate " + std::to_string(st.st_size) + " bytes");
-  }
-  // The file may change while it is read: the bytes read are what counts (the size read may be
-  // shorter; more is not read).
   std::size_t got = 0;
-  while (got < bytes->size()) {
+  for (;;) {
+    if (got == bytes->size()) {
+      if (got > max_size) return fail("is more than the limit of " + std::to_string(max_size) + " bytes");
+      if (!grow_to(std::min<std::uint64_t>(std::max<std::uint64_t>(2 * got, 4096), max_size + 1)))
+        return fail("cannot allocate " + std::to_string(2 * got) + " bytes");
+    }
     const ssize_t n = ::read(fd, bytes->data() + got, bytes->size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -239,6 +251,7 @@ std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& pa
     if (n == 0) break;
     got += std::size_t(n);
   }
+  if (got > max_size) return fail("is more than the limit of " + std::to_string(max_size) + " bytes");
   bytes->resize(got);
   ::close(fd);
   return bytes;
