@@ -776,6 +776,57 @@ TEST_CASE("index: damaged, missing or garbage -> rebuilt from the entries; looku
   CHECK(from == "13000");
 }
 
+TEST_CASE("index: a forged capacity or live count (with a valid header checksum) is bounded, never allocated or walked") {
+  const std::string root = fresh("forged_index");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  std::vector<full_key> keys;
+  {
+    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+    for (int i = 0; i < 3; ++i) {
+      keys.push_back(make_full_key(key_for(300 + i)));
+      REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+    }
+  }
+  const std::string path = root + "/v1/index.v1";
+  // Rewrites header fields, then the header's checksum (XXH3 of its first 24 bytes, at 24), as
+  // anyone who can write the directory can.
+  auto forge = [&](std::uint32_t capacity, std::uint64_t live, std::uint64_t file_size) {
+    std::vector<std::uint8_t> h = read_file(path);
+    REQUIRE(h.size() >= index_header_bytes);
+    for (int i = 0; i < 4; ++i) h[12 + i] = static_cast<std::uint8_t>(capacity >> (8 * i));
+    for (int i = 0; i < 8; ++i) h[48 + i] = static_cast<std::uint8_t>(live >> (8 * i));
+    const std::uint64_t check = XXH3_64bits(h.data(), 24);
+    for (int i = 0; i < 8; ++i) h[24 + i] = static_cast<std::uint8_t>(check >> (8 * i));
+    h.resize(index_header_bytes);
+    fatpack_test::write_file(path, h);
+    REQUIRE(::truncate(path.c_str(), static_cast<off_t>(file_size)) == 0);  // sparse
+  };
+  auto check_served = [&](const std::string& what) {
+    CAPTURE(what);
+    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+    for (const auto& k : keys) CHECK(d->read_exact(k, 90).has_value());
+    const full_key extra = make_full_key(key_for(400 + static_cast<int>(keys.size())));
+    REQUIRE(d->write(extra, fatpack::core::byte_span(cubin90()), why) == 0);
+    keys.push_back(extra);
+    auto idx = d->index();
+    REQUIRE(idx);
+    CHECK(idx->live() == keys.size());
+    CHECK(idx->capacity() <= 2 * default_index_capacity);
+    CHECK(idx->file_bytes() <= index_header_bytes + 2ull * default_index_capacity * index_slot_bytes);
+  };
+  // Capacity 2^31-1: its size (96 GiB, sparse) matches, and doubling it wrapped in 32 bits (a 206 GB
+  // allocation: bad_alloc on every lookup, the entries never served again).
+  forge(0x7fffffffu, 3, index_header_bytes + std::uint64_t(0x7fffffffu) * index_slot_bytes);
+  check_served("capacity 2^31-1");
+  // Just over the bound in a file under max_index_bytes: refused by its capacity, not its size.
+  forge(max_index_capacity + 1, 3, index_header_bytes + std::uint64_t(max_index_capacity + 1) * index_slot_bytes);
+  check_served("capacity 2^20+1");
+  // A live count that says full: one rebuild, at a bounded size, with the true count.
+  forge(default_index_capacity, std::uint64_t(1) << 62, index_header_bytes + std::uint64_t(default_index_capacity) * index_slot_bytes);
+  check_served("live 2^62");
+}
+
 TEST_CASE("index: a full table grows into a new file; capacity stays a power of two") {
   const std::string root = fresh("grow");
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);

@@ -159,7 +159,7 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
   // Map only a file we own and only ever replace by rename (never truncate): someone else's file
   // (a prebuilt layer's, root's) may be rewritten in place, and a mapping of it would SIGBUS.
   const bool copy = !writable && (copy_wanted || st.uid != fsys.euid());
-  if (st.size < index_header_bytes || (copy && st.size > max_index_bytes) || st.size > SIZE_MAX / 2) {
+  if (st.size < index_header_bytes || st.size > max_index_bytes) {
     fsys.close(fd);
     why = path + ": not an index file (" + std::to_string(st.size) + " bytes)";
     return nullptr;
@@ -203,6 +203,10 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
     why = path + ": header checksum mismatch";
     return nullptr;
   }
+  if (cap > max_index_capacity) {
+    why = path + ": capacity " + std::to_string(cap) + " over the limit of " + std::to_string(max_index_capacity);
+    return nullptr;
+  }
   if (cap == 0 || f->size_ != index_header_bytes + std::uint64_t(cap) * index_slot_bytes) {
     why = path + ": size " + std::to_string(f->size_) + " does not match its capacity " + std::to_string(cap);
     return nullptr;
@@ -214,7 +218,9 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
 int index_file::create(const std::string& path, const std::vector<index_slot>& slots, std::uint32_t capacity,
                        std::int64_t now_s) {
   fs& f = current_fs();
-  while (slots.size() >= capacity * max_fill) capacity *= 2;
+  capacity = std::min(std::max(capacity, 1u), max_index_capacity);
+  while (slots.size() >= capacity * max_fill && capacity < max_index_capacity) capacity *= 2;
+  const std::size_t fit = static_cast<std::size_t>(capacity * max_fill) - 1;
   const std::uint64_t size = index_header_bytes + std::uint64_t(capacity) * index_slot_bytes;
   std::vector<std::uint8_t> buf(size, 0);
   std::uint8_t* h = buf.data();
@@ -227,6 +233,7 @@ int index_file::create(const std::string& path, const std::vector<index_slot>& s
   le::put64(h + h_check, header_check(h));
   std::uint64_t total = 0, live = 0;
   for (const auto& s : slots) {
+    if (live == fit) break;
     std::uint64_t i = code_hash(s.code) % capacity;
     while (true) {
       std::uint8_t* p = h + index_header_bytes + i * index_slot_bytes;

@@ -43,6 +43,12 @@ inline constexpr std::size_t index_header_bytes = 4096;
 inline constexpr std::size_t index_slot_bytes = 48;
 // Largest index file read (a copy of 64 MiB holds ~1.1 million slots; ours are 3-6 MiB).
 inline constexpr std::uint64_t max_index_bytes = 64ull << 20;
+// Most slots an index has, made or read (48 MiB): the capacity is the file's own word, which any
+// writer of the directory can forge with a valid header checksum, so a larger one is a damaged
+// index (rebuilt), never a table that lookups, rebuilds and eviction walk or allocate. ~840,000
+// entries; an index made for more keeps the first that fit (the others are still found by name).
+inline constexpr std::uint32_t max_index_capacity = 1u << 20;
+static_assert(index_header_bytes + std::uint64_t(max_index_capacity) * index_slot_bytes <= max_index_bytes);
 
 class index_file {
  public:

@@ -363,7 +363,8 @@ bool cache_dir::index_insert(const full_key& k, std::uint64_t bytes) {
     }
     // Too full: a new file with room (the entry just written is on disk, so the rebuild finds it).
     if (full) {
-      if (rebuild_index(why, idx->capacity() * 2)) return true;
+      const auto grown = static_cast<std::uint32_t>(std::min<std::uint64_t>(2ull * idx->capacity(), max_index_capacity));
+      if (rebuild_index(why, grown)) return true;
       warn_once("io", "JIT cache: cannot grow the index: " + why + "; " + effect);
       return false;
     }
