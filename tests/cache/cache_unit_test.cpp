@@ -419,6 +419,19 @@ TEST_CASE("entries: round trip; every header bit flip, truncation and payload da
     CHECK(problem.size() < 300);
     CHECK(problem.find('\x1b') == std::string::npos);
   }
+  {
+    // A planted driver text (up to 4 KiB: a forged line, bytes above 0x7f) is quoted short too: it
+    // went into the warning whole, so a crafted entry could print a line of its own.
+    full_key planted_driver = k;
+    planted_driver.driver.text = "0\nfatpack: cache hit (forged)\xff\xfe" + std::string(3000, 'x');
+    auto planted = encode_entry(planted_driver, fatpack::core::byte_span(cubin90()), 1, why, codec);
+    REQUIRE(planted.has_value());
+    CHECK_FALSE(decode_entry(fatpack::core::byte_span(*planted), want, h, drv, problem).has_value());
+    CHECK(problem.find("entry is for driver") != std::string::npos);
+    CHECK(problem.size() < 400);
+    CHECK(problem.find('\n') == std::string::npos);
+    CHECK(problem.find('\xff') == std::string::npos);
+  }
   const full_key newer = make_full_key(key_for(0x77, 90, 13010));
   const expected_key want_newer{&newer.code, &newer.driver, 90};
   CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), want_newer, h, drv, problem).has_value());
@@ -958,6 +971,43 @@ TEST_CASE("holder records: written while a key lock is held; the heartbeat ticks
   auto quick = key_lock::try_acquire(lf, 43);
   REQUIRE(quick);
   CHECK_FALSE(slot_of(table, 43, beat, pid));
+}
+
+TEST_CASE("files written in place (the index, the holder table) with another hard link are not written: the linked file is left alone") {
+  const std::string root = fresh("hardlinks");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  std::string why;
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  const full_key first = make_full_key(key_for(500));
+  REQUIRE(d->write(first, fatpack::core::byte_span(cubin90()), why) == 0);
+  d.reset();
+  // index.v1 replaced by a hard link to another file that holds a valid index (a copy of it).
+  const std::string index = root + "/v1/index.v1", victim = root + "/victim.index";
+  fatpack_test::write_file(victim, read_file(index));
+  REQUIRE(::unlink(index.c_str()) == 0);
+  REQUIRE(::link(victim.c_str(), index.c_str()) == 0);
+  const std::vector<std::uint8_t> victim_before = read_file(victim);
+  auto d2 = cache_dir::open(root, true, 1ull << 30, "user", false);
+  const full_key second = make_full_key(key_for(501));
+  REQUIRE(d2->write(second, fatpack::core::byte_span(cubin90()), why) == 0);
+  CHECK(read_file(victim) == victim_before);  // its slots were written through the mapping before
+  REQUIRE(d2->index());
+  CHECK(d2->index()->live() == 2);  // rebuilt, as a file of its own
+  struct stat st{};
+  REQUIRE(::stat(index.c_str(), &st) == 0);
+  CHECK(st.st_nlink == 1);
+
+  // inflight.holders: a hard link to another file; a key lock's holder record is not written there.
+  const std::string lf = root + "/v1/inflight.lock", table = root + "/v1/inflight.holders";
+  const std::string other = root + "/victim.txt";
+  fatpack_test::write_file(other, std::vector<std::uint8_t>(8192, 'A'));
+  ::unlink(table.c_str());
+  REQUIRE(::link(other.c_str(), table.c_str()) == 0);
+  key_lock::outcome o;
+  auto held = key_lock::acquire(lf, 42, 100, nullptr, o, why);
+  REQUIRE(o == key_lock::outcome::acquired);
+  held.reset();
+  CHECK(read_file(other) == std::vector<std::uint8_t>(8192, 'A'));
 }
 
 TEST_CASE("holder records: a stale record of a dead holder ends a wait after its 3 s grace; a damaged record never does") {

@@ -27,6 +27,7 @@ struct file_stat {
   std::uint64_t allocated = 0;  // bytes the file system allocated (st_blocks * 512)
   std::uint64_t inode = 0;
   std::uint64_t device = 0;
+  std::uint64_t links = 1;  // hard links (st_nlink)
   std::int64_t mtime_s = 0;
 };
 

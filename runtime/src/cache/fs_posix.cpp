@@ -29,6 +29,7 @@ void fill(const struct stat& s, file_stat& st) {
   st.allocated = static_cast<std::uint64_t>(s.st_blocks) * 512;  // st_blocks counts 512-byte units (POSIX)
   st.inode = s.st_ino;
   st.device = s.st_dev;
+  st.links = static_cast<std::uint64_t>(s.st_nlink);
   st.mtime_s = s.st_mtime;
 }
 

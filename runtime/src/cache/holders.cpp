@@ -140,14 +140,16 @@ bool decode(const std::uint8_t* p, identity& who, std::uint64_t& offset, std::ui
   return who.pid != 0 && (who.host_hash == 0) == who.host.empty();
 }
 
-// Opens the table (created 0600 by a holder) through the seam: O_NOFOLLOW, a regular file, ours.
-// (Not open_regular: see read_proc.)
+// Opens the table (created 0600 by a holder) through the seam: O_NOFOLLOW, a regular file, ours,
+// and, to write it, no other hard link (a link planted to another file would have fatpack write
+// its records there). (Not open_regular: see read_proc.)
 int open_table(fs& f, const std::string& path, open_mode mode, int& fd) {
   if (int e = f.open(path, mode, fd)) return e;
   file_stat st;
   int e = f.fstat(fd, st);
   if (!e && !st.regular) e = EINVAL;
   if (!e && st.uid != f.euid()) e = EPERM;
+  if (!e && mode == open_mode::read_write && st.links != 1) e = EPERM;
   if (e) {
     f.close(fd);
     fd = -1;

@@ -156,6 +156,14 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
     if (e != EINVAL) failed = e;  // EINVAL: not a regular file (damaged)
     return nullptr;
   }
+  // A file written in place (the writable mapping) must be only the index: one with another hard
+  // link is some other file too (a link planted to make fatpack write into it). Damaged: rebuilt,
+  // by rename, which leaves the other file alone.
+  if (writable && st.links != 1) {
+    fsys.close(fd);
+    why = path + ": has " + std::to_string(st.links) + " hard links (another file's name)";
+    return nullptr;
+  }
   // Map only a file we own and only ever replace by rename (never truncate): someone else's file
   // (a prebuilt layer's, root's) may be rewritten in place, and a mapping of it would SIGBUS.
   const bool copy = !writable && (copy_wanted || st.uid != fsys.euid());
