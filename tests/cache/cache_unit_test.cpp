@@ -561,6 +561,7 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
       const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
       CHECK(room.second == (page - file_before.size() % page) % page);
       CHECK(hit->take_room() == std::pair<std::size_t, std::size_t>(0, 0));  // taken through the copy
+      CHECK(hit->checked_xxh3() == XXH3_64bits(big.data(), big.size()));  // checked as it was read
       auto* cubin = const_cast<std::uint8_t*>(hit->data());
       std::memset(cubin - room.first, 0xA5, room.first);
       std::memset(cubin + big.size(), 0x5A, room.second);

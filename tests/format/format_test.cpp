@@ -89,6 +89,15 @@ TEST_CASE("a package head, the entry's bytes and zeros to 64 are the codec-none 
     auto view = package_view::parse(byte_span(made), "made.fpk");
     REQUIRE(view);
     CHECK(view.value().entries().at(0).payload_offset == head.value().size());
+    // A hash the caller checked already is taken, not computed again (a wrong one is the caller's
+    // error, and verify finds it).
+    entry_input known = e;
+    known.known_xxh3 = xxh3(byte_span(e.raw));
+    CHECK(write_package_head("kernels", known).value() == head.value());
+    known.known_xxh3 = 12345;
+    auto lied = write_package_head("kernels", known);
+    REQUIRE(lied);
+    CHECK(lied.value() != head.value());
   }
 }
 

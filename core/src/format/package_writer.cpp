@@ -224,7 +224,7 @@ result<std::vector<std::uint8_t>> detail::write_package_using(const std::string&
     put32(r + e_toolkit, e.toolkit_version);
     put64(r + e_payload_offset, payload_offsets[i]);
     const byte_span stored = stored_of(i);
-    const std::uint64_t raw_hash = xxh3(e.bytes());
+    const std::uint64_t raw_hash = e.known_xxh3 ? e.known_xxh3 : xxh3(e.bytes());
     put64(r + e_stored_size, stored.size);
     put64(r + e_raw_size, e.bytes().size);
     put64(r + e_raw_xxh3, raw_hash);

@@ -468,7 +468,8 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
   const auto room = a.code.take_room();
   auto& reg = detail::registry::instance();
   if (auto s = room.first ? reg.add_image_in_place(a.code.keeper(), const_cast<std::uint8_t*>(a.code.data()),
-                                                   a.code.size(), room.first, room.second, module, package)
+                                                   a.code.size(), room.first, room.second, module, package,
+                                                   a.code.checked_xxh3())
                           : reg.add_image(a.code.data(), a.code.size(), module, package, /*compiled_here=*/true);
       !s) {
     error e = s.error();

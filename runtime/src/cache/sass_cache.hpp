@@ -59,11 +59,14 @@ class sass_bytes {
   // A view with writable room around it: `before` bytes before view.data and `after` bytes after
   // its end that are this process's own (a mapped hit's copy-on-write pages and its anonymous room,
   // fs.hpp map_read), for the one caller that takes them (take_room).
-  sass_bytes(std::shared_ptr<const void> keep, core::byte_span view, std::size_t before, std::size_t after)
-      : keep_(std::move(keep)), view_(view), room_(std::make_shared<room>()) {
+  // `xxh3`: the bytes' XXH3, checked as they were read (0: not known).
+  sass_bytes(std::shared_ptr<const void> keep, core::byte_span view, std::size_t before, std::size_t after,
+             std::uint64_t xxh3)
+      : keep_(std::move(keep)), view_(view), room_(std::make_shared<room>()), xxh3_(xxh3) {
     room_->before = before;
     room_->after = after;
   }
+  std::uint64_t checked_xxh3() const { return xxh3_; }
   // The writable room around the bytes, {before, after}, to the first caller among all copies of
   // this object (copies share the mapping: two writers would race); {0, 0} to later callers and
   // where there is none.
@@ -97,6 +100,7 @@ class sass_bytes {
   std::shared_ptr<const void> keep_;
   core::byte_span view_;
   std::shared_ptr<room> room_;
+  std::uint64_t xxh3_ = 0;
 };
 
 // A cache hit. `exact`: built by this very driver. Otherwise an entry with the same code key that

@@ -188,7 +188,7 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     }
     if (mapping)
       cubin = sass_bytes(std::move(mapping), view, map_room + static_cast<std::size_t>(h.payload_offset()),
-                         map_tail_room(st.size));
+                         map_tail_room(st.size), h.cubin_xxh3);  // check_stored_cubin compared it
     else
       cubin = sass_bytes(std::move(stored));
     return read_status::ok;

@@ -386,7 +386,7 @@ status registry::add_image(const void* data, std::size_t size, std::string_view 
 
 status registry::add_image_in_place(std::shared_ptr<const void> keep, std::uint8_t* data, std::size_t size,
                                    std::size_t before, std::size_t after, std::string_view module_name,
-                                   std::string_view package_name) {
+                                   std::string_view package_name, std::uint64_t checked_xxh3) {
   if (!data || size == 0) return error{errc::invalid_argument, 0, "add_image: empty buffer", {}};
   if (module_name.empty()) return error{errc::invalid_argument, 0, "add_image: empty module name", {}};
   const core::byte_span bytes(data, size);
@@ -397,6 +397,7 @@ status registry::add_image_in_place(std::shared_ptr<const void> keep, std::uint8
   if (entries.value().size() != 1) return add_imported(std::move(entries.value()), module, package_name);
   core::entry_input& e = entries.value().front();
   e.module_name = module;
+  e.known_xxh3 = checked_xxh3;
   auto head = core::write_package_head(package_name.empty() ? module : std::string(package_name), e);
   if (!head) return from_core(head.error());
   const std::size_t pad = (64 - size % 64) % 64;
@@ -410,7 +411,7 @@ status registry::add_image_in_place(std::shared_ptr<const void> keep, std::uint8
   if (!parsed) return parsed.error();
   for (auto& p : parsed.value()) {
     p->source = source;
-    p->written_here = true;  // write_package_head hashed the bytes it describes
+    p->written_here = true;  // the bytes it describes were hashed: by write_package_head, or as the caller read them
   }
   log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
   std::lock_guard<std::mutex> lock(mu_);

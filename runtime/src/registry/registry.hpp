@@ -103,9 +103,11 @@ class registry {
   // (`before` bytes before `data`, `after` after its end; fatpack::compile's mapped cache hit,
   // cache/fs.hpp map_read): the package is made around the bytes (its head written before them,
   // zeros after them up to a multiple of 64) instead of copying them, and `keep` keeps them for
-  // the package's life. Too little room, or not one entry: add_image's copy.
+  // the package's life. Too little room, or not one entry: add_image's copy. `checked_xxh3`: the
+  // bytes' XXH3 where the caller checked it (not hashed again), else 0.
   status add_image_in_place(std::shared_ptr<const void> keep, std::uint8_t* data, std::size_t size, std::size_t before,
-                            std::size_t after, std::string_view module_name, std::string_view package_name);
+                            std::size_t after, std::string_view module_name, std::string_view package_name,
+                            std::uint64_t checked_xxh3 = 0);
   // Queues an embedded record; parsed on first use. Safe during static initialisation.
   void add_record(const core::registry_record* record);
 

@@ -26,6 +26,9 @@ struct entry_input {
   // image is then copied once, into the package, instead of twice).
   byte_span borrowed;
   byte_span bytes() const { return borrowed.data ? borrowed : byte_span(raw); }
+  // XXH3 of bytes(), where the caller has checked it already (a cache hit's cubin, checked against
+  // its entry): the writer takes it instead of hashing the bytes again. 0: the writer hashes.
+  std::uint64_t known_xxh3 = 0;
   std::string origin;  // where it came from ("k.cubin", "app.fatbin: entry 2"), for messages only
   // Link group (docs/format.md §4.1): 0/0 for a standalone entry; part k of n relocatable PTX images
   // that the runtime JIT-links together. A group's parts are given consecutively, in part order.
