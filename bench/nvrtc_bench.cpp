@@ -17,6 +17,14 @@
 // Prints the median of each and the ratio of fatpack's hit to the raw cubin load (design target <= 1.2).
 // SOURCE.cu: e.g. `python3 bench/gen_kernels.py 40 0 | grep -v '#include' > mid.cu` (40 distinct
 // kernels, the mid source; NVRTC has no <cstdint>).
+//
+// One child alone (`--child CASE SOURCE.cu ARCH FILE`, prints "RESULT <total> <compile> <load>" in ms),
+// for side-by-side loops in a shell (docs/benchmarks.md): besides the cases above (nvrtc-sass,
+// nvrtc-ptx, cubin, fatpack), how the driver loads the cubin FILE as a library: cubin-library (no
+// options: the driver copies it), cubin-library-fatpack (the runtime's options: preserved, from heap
+// memory), mapped-private-rw / mapped-private-ro / mapped-shared-ro (preserved, from a mapping of
+// the file, touched first), mapped-copy-4k / mapped-copy-thp (copied out of the mapping into fresh
+// anonymous memory, 4 KiB pages or a transparent huge page, then loaded preserved; the copy is timed).
 #include "fatpack/compile.hpp"
 
 #include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
@@ -37,7 +45,10 @@
 #include <dlfcn.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -80,6 +91,24 @@ double load_image(const void* image) {
   CUmodule m = nullptr;
   const CUresult r = entry<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&m, image);
   if (r != CUDA_SUCCESS) die("cuModuleLoadData: CUresult " + std::to_string(r));
+  return now_ms() - t;
+}
+
+// The same image as a library (cuLibraryLoadData), as fatpack::compile loads its code: with
+// `fatpack_options`, the options the runtime passes (an error log buffer, and the image marked
+// preserved), else none.
+double load_library_image(const void* image, bool fatpack_options) {
+  const double t = now_ms();
+  CUlibrary lib = nullptr;
+  char log[16 * 1024] = {};
+  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[] = {log, reinterpret_cast<void*>(static_cast<std::uintptr_t>(sizeof log - 1))};
+  CUlibraryOption lib_keys[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+  void* lib_vals[] = {reinterpret_cast<void*>(std::uintptr_t{1})};
+  const CUresult r = entry<decltype(&cuLibraryLoadData)>("cuLibraryLoadData")(
+      &lib, image, fatpack_options ? keys : nullptr, fatpack_options ? vals : nullptr, fatpack_options ? 2u : 0u,
+      fatpack_options ? lib_keys : nullptr, fatpack_options ? lib_vals : nullptr, fatpack_options ? 1u : 0u);
+  if (r != CUDA_SUCCESS) die("cuLibraryLoadData: CUresult " + std::to_string(r));
   return now_ms() - t;
 }
 
@@ -128,10 +157,36 @@ int child(const std::string& what, const std::string& source_path, const std::st
     compile_ms = nvrtc_compile(source, (what == "nvrtc-sass" ? "sm_" : "compute_") + arch, code);
     load_ms = load_image(code.data());
     if (!out.empty()) std::ofstream(out, std::ios::binary).write(code.data(), static_cast<std::streamsize>(code.size()));
-  } else if (what == "cubin") {
+  } else if (what.rfind("mapped-", 0) == 0) {  // the cubin file mapped: mapped-private-rw, -private-ro, -shared-ro
+    const int fd = ::open(out.c_str(), O_RDONLY);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) die("cannot open " + out);
+    const bool rw = what == "mapped-private-rw" || what == "mapped-copy-thp" || what == "mapped-copy-4k";
+    void* m = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), rw ? PROT_READ | PROT_WRITE : PROT_READ,
+                     what == "mapped-shared-ro" ? MAP_SHARED : MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) die("cannot map " + out);
+    volatile std::uint64_t sum = 0;  // touched first, as the cache's hash touches a hit
+    for (off_t i = 0; i < st.st_size; i += 4096) sum = sum + static_cast<const std::uint8_t*>(m)[i];
+    const double t0 = now_ms();
+    const void* image = m;
+    if (what == "mapped-copy-thp" || what == "mapped-copy-4k") {  // copied into fresh anonymous memory first
+      const std::size_t huge = std::size_t(2) << 20;
+      const std::size_t len = (static_cast<std::size_t>(st.st_size) + huge - 1) / huge * huge;
+      void* a = ::mmap(nullptr, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (a == MAP_FAILED) die("mmap");
+      auto* p = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(a) + huge - 1) & ~(huge - 1));
+      if (what == "mapped-copy-thp") (void)::madvise(p, len, 14 /* MADV_HUGEPAGE */);
+      else (void)::madvise(p, static_cast<std::size_t>(st.st_size), 23 /* MADV_POPULATE_WRITE */);
+      std::memcpy(p, m, static_cast<std::size_t>(st.st_size));
+      image = p;
+    }
+    load_ms = load_library_image(image, true);
+    std::printf("RESULT %.3f 0 %.3f\n", now_ms() - t0, load_ms);
+    return 0;
+  } else if (what == "cubin" || what == "cubin-library" || what == "cubin-library-fatpack") {
     const std::string cubin = slurp(out);
     const double t0 = now_ms();  // the file read is not the driver's
-    load_ms = load_image(cubin.data());
+    load_ms = what == "cubin" ? load_image(cubin.data()) : load_library_image(cubin.data(), what == "cubin-library-fatpack");
     std::printf("RESULT %.3f 0 %.3f\n", now_ms() - t0, load_ms);
     return 0;
   } else if (what == "fatpack") {
