@@ -24,7 +24,9 @@
 // options: the driver copies it), cubin-library-fatpack (the runtime's options: preserved, from heap
 // memory), mapped-private-rw / mapped-private-ro / mapped-shared-ro (preserved, from a mapping of
 // the file, touched first), mapped-copy-4k / mapped-copy-thp (copied out of the mapping into fresh
-// anonymous memory, 4 KiB pages or a transparent huge page, then loaded preserved; the copy is timed).
+// anonymous memory, 4 KiB pages or a transparent huge page, then loaded preserved; the copy is timed),
+// mapped-populate-write (the private mapping's pages copied by the kernel in one madvise, then
+// loaded), mapped-mlock (the mapping locked, then loaded).
 #include "fatpack/compile.hpp"
 
 #include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
@@ -161,7 +163,8 @@ int child(const std::string& what, const std::string& source_path, const std::st
     const int fd = ::open(out.c_str(), O_RDONLY);
     struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0) die("cannot open " + out);
-    const bool rw = what == "mapped-private-rw" || what == "mapped-copy-thp" || what == "mapped-copy-4k";
+    const bool rw = what == "mapped-private-rw" || what == "mapped-copy-thp" || what == "mapped-copy-4k" ||
+                    what == "mapped-populate-write" || what == "mapped-mlock";
     void* m = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), rw ? PROT_READ | PROT_WRITE : PROT_READ,
                      what == "mapped-shared-ro" ? MAP_SHARED : MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) die("cannot map " + out);
@@ -180,6 +183,9 @@ int child(const std::string& what, const std::string& source_path, const std::st
       std::memcpy(p, m, static_cast<std::size_t>(st.st_size));
       image = p;
     }
+    if (what == "mapped-mlock") (void)::mlock(m, static_cast<std::size_t>(st.st_size));
+    if (what == "mapped-populate-write")  // every page made this process's own (copy-on-write) in one call
+      (void)::madvise(m, static_cast<std::size_t>(st.st_size), 23 /* MADV_POPULATE_WRITE */);
     load_ms = load_library_image(image, true);
     std::printf("RESULT %.3f 0 %.3f\n", now_ms() - t0, load_ms);
     return 0;
