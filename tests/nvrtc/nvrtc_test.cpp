@@ -116,6 +116,17 @@ TEST_CASE("compile: a hit in a fresh process starts no thread, also where there 
   auto again = probe(args, env_for(d));
   CHECK(again.has("path=cache hit target=sm_90"));
   CHECK(again.has("kernel=ok"));
+  // Two devices of one architecture share the hit: the first takes the mapping's room, the second
+  // finds it taken and copies (the same package, registered once); twice in one process likewise.
+  auto shared = probe({d + "/big.cu", "--kernel", "k14", "--all-devices", "--twice"}, env_for(d, "90,90"));
+  CHECK(shared.status == 0);
+  CHECK(shared.has("device=0 path=cache hit target=sm_90"));
+  CHECK(shared.has("device=1 path=cache hit target=sm_90"));
+  std::size_t ok_lines = 0;
+  for (std::size_t at = shared.out.find("kernel=ok"); at != std::string::npos; at = shared.out.find("kernel=ok", at + 1))
+    ++ok_lines;
+  CHECK(ok_lines == 3);  // both devices, then the second compile
+  CHECK_FALSE(shared.has("error="));
   // The entry is as large as the case needs: its cubin (the header's cubin_size, little-endian at
   // byte 56, docs/cache.md) spans at least two 256 KiB decode blocks.
   std::uint64_t cubin_size = 0;
