@@ -407,16 +407,7 @@ status registry::add_image_in_place(std::shared_ptr<const void> keep, std::uint8
   for (std::size_t i = 0; i < pad; ++i)
     if (data[size + i]) data[size + i] = 0;  // zeros already where the room is a mapping's last page
   entries.value().clear();
-  auto parsed = parse_all(core::byte_span(begin, head.value().size() + size + pad), source, std::move(keep));
-  if (!parsed) return parsed.error();
-  for (auto& p : parsed.value()) {
-    p->source = source;
-    p->written_here = true;  // the bytes it describes were hashed: by write_package_head, or as the caller read them
-  }
-  log_deferral defer;  // refresh_locked logs; the lines go out after mu_ is released
-  std::lock_guard<std::mutex> lock(mu_);
-  refresh_locked();
-  return add_parsed_locked({parsed.value().begin(), parsed.value().end()});
+  return add_written_here(core::byte_span(begin, head.value().size() + size + pad), source, std::move(keep));
 }
 
 status registry::add_imported(std::vector<core::entry_input> entries, const std::string& module,
@@ -431,7 +422,11 @@ status registry::add_imported(std::vector<core::entry_input> entries, const std:
   if (!pkg) return from_core(pkg.error());
   entries.clear();  // the package holds the bytes now
   auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(pkg.value()));
-  auto parsed = parse_all(core::byte_span(owned->data(), owned->size()), source, owned);
+  return add_written_here(core::byte_span(owned->data(), owned->size()), source, owned);
+}
+
+status registry::add_written_here(core::byte_span package, const std::string& source, std::shared_ptr<const void> keep) {
+  auto parsed = parse_all(package, source, std::move(keep));
   if (!parsed) return parsed.error();
   for (auto& p : parsed.value()) {
     p->source = source;

@@ -119,6 +119,10 @@ class registry {
  private:
   // add_image's second half: the imported entries packed (codec none) and registered.
   status add_imported(std::vector<core::entry_input> entries, const std::string& module, std::string_view package_name);
+  // The last step of add_imported and add_image_in_place: `package`, which this process wrote from
+  // bytes it hashed (or had checked) as it wrote it, registered with written_here set (the loader
+  // does not hash its entries again); `keep` keeps its bytes.
+  status add_written_here(core::byte_span package, const std::string& source, std::shared_ptr<const void> keep);
   registry() = default;
   // Brings the embedded packages up to date: the section and registered records once, then the
   // loaded objects' notes whenever the loader loaded or unloaded something.
