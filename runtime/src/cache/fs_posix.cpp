@@ -94,8 +94,7 @@ class posix final : public fs {
     return 0;
   }
   int map_read(int fd, std::uint64_t size, const void*& addr) override {
-    if (size == 0 || size > static_cast<std::uint64_t>(SIZE_MAX)) return EINVAL;
-    if (size > static_cast<std::uint64_t>(SIZE_MAX) - map_room) return EINVAL;
+    if (size == 0 || size > static_cast<std::uint64_t>(SIZE_MAX) - map_room) return EINVAL;
     // The room and the file's pages in one reservation, so that they are contiguous.
     void* p = ::mmap(nullptr, map_room + static_cast<std::size_t>(size), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -234,7 +234,7 @@ std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& pa
       return false;
     }
   };
-  if (!grow_to(std::min<std::uint64_t>(std::uint64_t(st.st_size), max_size) + 1))
+  if (!grow_to(std::uint64_t(st.st_size) + 1))  // st_size <= max_size: checked above
     return fail("cannot allocate " + std::to_string(st.st_size) + " bytes");
   std::size_t got = 0;
   for (;;) {
@@ -251,8 +251,7 @@ std::shared_ptr<const std::vector<std::uint8_t>> read_file(const std::string& pa
     if (n == 0) break;
     got += std::size_t(n);
   }
-  if (got > max_size) return fail("is more than the limit of " + std::to_string(max_size) + " bytes");
-  bytes->resize(got);
+  bytes->resize(got);  // EOF came with got < the buffer's size <= max_size + 1
   ::close(fd);
   return bytes;
 }
