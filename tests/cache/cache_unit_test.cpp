@@ -82,6 +82,17 @@ const std::vector<std::uint8_t>& cubin90() {
   return c;
 }
 
+// `n` entries of cubin90() written to `d`, under key_for(first) .. key_for(first + n - 1); their keys.
+std::vector<full_key> write_entries(cache_dir& d, std::uint64_t first, int n) {
+  std::vector<full_key> keys;
+  std::string why;
+  for (int i = 0; i < n; ++i) {
+    keys.push_back(make_full_key(key_for(first + static_cast<std::uint64_t>(i))));
+    REQUIRE(d.write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
+  }
+  return keys;
+}
+
 // Records warnings.
 struct log_capture {
   std::mutex mu;
@@ -723,11 +734,7 @@ TEST_CASE("index: damaged, missing or garbage -> rebuilt from the entries; looku
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
   std::string why;
-  std::vector<full_key> keys;
-  for (int i = 0; i < 20; ++i) {
-    keys.push_back(make_full_key(key_for(100 + i)));
-    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
-  }
+  const std::vector<full_key> keys = write_entries(*d, 100, 20);
   auto idx = d->index();
   REQUIRE(idx);
   const std::uint64_t total = idx->total_bytes();
@@ -794,14 +801,7 @@ TEST_CASE("index: a forged capacity or live count (with a valid header checksum)
   const std::string root = fresh("forged_index");
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
   std::string why;
-  std::vector<full_key> keys;
-  {
-    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
-    for (int i = 0; i < 3; ++i) {
-      keys.push_back(make_full_key(key_for(300 + i)));
-      REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
-    }
-  }
+  std::vector<full_key> keys = write_entries(*cache_dir::open(root, true, 1ull << 30, "user", false), 300, 3);
   const std::string path = root + "/v1/index.v1";
   // Rewrites header fields, then the header's checksum (XXH3 of its first 24 bytes, at 24), as
   // anyone who can write the directory can.
@@ -1082,12 +1082,7 @@ TEST_CASE("eviction: a damaged byte total in the index header evicts nothing the
   const std::string root = fresh("lru_total");
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
-  std::string why;
-  std::vector<full_key> keys;
-  for (int i = 0; i < 6; ++i) {
-    keys.push_back(make_full_key(key_for(0x7070 + i)));
-    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
-  }
+  const std::vector<full_key> keys = write_entries(*d, 0x7070, 6);
   const std::uint64_t held = d->index()->total_bytes();
   {
     const int fd = ::open((d->dir() + "/index.v1").c_str(), O_RDWR);
@@ -1113,11 +1108,7 @@ TEST_CASE("eviction: least recently used first, to 90% of the bound; stray temp 
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
   std::string why;
-  std::vector<full_key> keys;
-  for (int i = 0; i < 10; ++i) {
-    keys.push_back(make_full_key(key_for(200 + i)));
-    REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
-  }
+  const std::vector<full_key> keys = write_entries(*d, 200, 10);
   // Use the oldest two again: they become the most recent.
   REQUIRE(d->read_exact(keys[0], 90));
   REQUIRE(d->read_exact(keys[1], 90));
@@ -1632,14 +1623,7 @@ TEST_CASE("a hit never rebuilds a missing index on the loading thread; the next 
   const std::string root = fresh("no-rebuild-on-read");
   REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
   std::string why;
-  std::vector<full_key> keys;
-  {
-    auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
-    for (int i = 0; i < 5; ++i) {
-      keys.push_back(make_full_key(key_for(300 + i)));
-      REQUIRE(d->write(keys.back(), fatpack::core::byte_span(cubin90()), why) == 0);
-    }
-  }
+  std::vector<full_key> keys = write_entries(*cache_dir::open(root, true, 1ull << 30, "user", false), 300, 5);
   const std::string index_path = root + "/v1/index.v1";
   REQUIRE(::unlink(index_path.c_str()) == 0);
   auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
