@@ -614,6 +614,28 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
     CHECK(v.network);
     CHECK(v.access == dir_access::read_only);
   }
+  // The mapping relies on the entry being this cache's own file, replaced only by rename: one with
+  // another hard link, or reached through a fan-out directory planted as a symlink, may be rewritten
+  // in place by whatever else holds it, so it is read (checked as read) instead.
+  SUBCASE("an entry with another hard link: read, not mapped") {
+    const std::string other = root + "/elsewhere.fpc";
+    REQUIRE(::link(path.c_str(), other.c_str()) == 0);
+    auto hit = d->read_exact(a, 90);
+    REQUIRE(hit.has_value());
+    CHECK_FALSE(hit->mapped());
+    CHECK(*hit == big);
+    CHECK(mappings_of(path) == 0);
+  }
+  SUBCASE("an entry behind a fan-out directory planted as a symlink: read, not mapped") {
+    const std::string fan = path.substr(0, path.rfind('/'));
+    const std::string moved = root + "/moved-fanout";
+    REQUIRE(::rename(fan.c_str(), moved.c_str()) == 0);
+    REQUIRE(::symlink(moved.c_str(), fan.c_str()) == 0);
+    auto hit = d->read_exact(a, 90);
+    REQUIRE(hit.has_value());
+    CHECK_FALSE(hit->mapped());
+    CHECK(*hit == big);
+  }
   SUBCASE("an entry of format 1.1 (cubin not aligned): read, and served") {
     std::vector<std::uint8_t> file = read_file(path);
     entry_header h;

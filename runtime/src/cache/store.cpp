@@ -18,6 +18,13 @@ std::string hex2(std::uint8_t b) { return core::hex_bytes(&b, 1); }
 
 bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0; }
 
+// Whether the directory holding `path` (objects/<ab>) is a directory itself, not a symlink to one.
+bool in_real_fanout(fs& f, const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  file_stat st;
+  return slash != std::string::npos && slash > 0 && f.stat(path.substr(0, slash), st) == 0 && st.directory;
+}
+
 }  // namespace
 
 std::uint32_t now_seconds() { return static_cast<std::uint32_t>(current_fs().now_unix_s()); }
@@ -144,8 +151,12 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
       // faulted in (a 1 MB cubin: 256 zero-filled pages and a copy saved). Only in the per-user
       // cache (map_reads_): its entries are this user's files, published by rename, removed by
       // unlink and never rewritten in place, so a mapping never loses its pages (docs/cache.md §3).
+      // That holds only for a file reached through this cache's own directories: an entry with
+      // another hard link, or behind a fan-out directory planted as a symlink (opens follow every
+      // component but the last), may be a file something else rewrites, so it is read instead.
       const void* addr = nullptr;
-      if (map_reads_ && h.payload_offset() % 64 == 0 && f.map_read(fd, st.size, addr) == 0) {
+      if (map_reads_ && h.payload_offset() % 64 == 0 && st.links == 1 && in_real_fanout(f, path) &&
+          f.map_read(fd, st.size, addr) == 0) {
         mapping = std::make_shared<mapped_file>(addr, st.size);
         got += h.payload_size;
         asked += h.payload_size;
