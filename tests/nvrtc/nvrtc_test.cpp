@@ -263,11 +263,21 @@ TEST_CASE("compile: headers NVRTC finds beside the program, through -I=dir, or b
   write_text(d + "/inc/coef.h", "#define COEF 7.0f\n");
   CHECK(probe(eq, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
 
-  // Spaces: NVRTC drops them around an option and after -I ("-I  dir" is "dir").
+  // White space: NVRTC drops it (space, tab, newline, CR, VT, FF) around every option and after -I
+  // ("-I  dir" is "dir"), and so around an include path of the request (passed as "-I=" + path) and
+  // the word after a lone "-I". Each of these found the header while the scan looked for
+  // "inc\t" or "inc " and found nothing: an edit was a stale hit.
   int coef = 20;
-  for (const std::string& opt : {"-I  " + d + "/inc", " -I" + d + "/inc ", "--include-path=" + d + "/inc "}) {
-    INFO(opt);
-    const std::vector<std::string> spaced{d + "/saxpy.cu", "--option", opt, "--kernel", "saxpy"};
+  const std::vector<std::vector<std::string>> spellings{
+      {"--option", "-I  " + d + "/inc"},           {"--option", " -I" + d + "/inc "},
+      {"--option", "--include-path=" + d + "/inc "}, {"--option", "-I" + d + "/inc\t"},
+      {"--option", "\n-I" + d + "/inc\r"},          {"--option", "-I=" + d + "/inc\v\f"},
+      {"--include", d + "/inc "},                  {"--include", d + "/inc\t"},
+      {"--option", "-I", "--option", "\t" + d + "/inc "}};
+  for (const auto& spelling : spellings) {
+    INFO(spelling.back());
+    std::vector<std::string> spaced{d + "/saxpy.cu", "--kernel", "saxpy"};
+    spaced.insert(spaced.end(), spelling.begin(), spelling.end());
     CHECK(probe(spaced, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
     write_text(d + "/inc/coef.h", "#define COEF " + std::to_string(++coef) + ".0f\n");
     CHECK(probe(spaced, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));

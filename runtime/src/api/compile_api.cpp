@@ -47,11 +47,22 @@ error bad_input(std::string what) { return error{errc::invalid_argument, 0, "fat
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
-// An option as NVRTC 13.0 reads it: spaces around it are dropped (" -arch=sm_80 " is -arch=sm_80).
+// White space as NVRTC 13.0 drops it around an option: space, tab, newline, CR, VT, FF.
+bool nvrtc_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+// An option as NVRTC 13.0 reads it: white space around it is dropped (" -arch=sm_80\t" is -arch=sm_80).
 std::string_view trimmed(std::string_view o) {
-  while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
-  while (!o.empty() && o.back() == ' ') o.remove_suffix(1);
+  while (!o.empty() && nvrtc_space(o.front())) o.remove_prefix(1);
+  while (!o.empty() && nvrtc_space(o.back())) o.remove_suffix(1);
   return o;
+}
+
+// An include path of the request as NVRTC reads the "-I=" + path fatpack passes: the option's
+// trailing white space dropped (its leading white space follows '=' and stays: NVRTC looks for
+// " dir", and so does the scan).
+std::string_view trailing_trimmed(std::string_view p) {
+  while (!p.empty() && nvrtc_space(p.back())) p.remove_suffix(1);
+  return p;
 }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
@@ -100,13 +111,14 @@ status validate(const compile_request& r) {
 
 // The include paths the scan follows: the request's, and those given as -I options.
 std::vector<std::string> include_dirs(const compile_request& r) {
-  std::vector<std::string> dirs = r.include_paths;
+  std::vector<std::string> dirs;
+  for (const auto& p : r.include_paths) dirs.emplace_back(trailing_trimmed(p));
   for (std::size_t i = 0; i < r.options.size(); ++i) {
     const std::string_view o = trimmed(r.options[i]);
     if (starts_with(o, "--include-path=")) dirs.emplace_back(o.substr(15));
     else if (starts_with(o, "-I=")) dirs.emplace_back(o.substr(3));  // NVRTC reads "-I=dir" as "dir"
     else if (starts_with(o, "-I") && o.size() > 2) dirs.emplace_back(trimmed(o.substr(2)));  // "-I  dir": "dir"
-    else if ((o == "-I" || o == "--include-path") && i + 1 < r.options.size()) dirs.push_back(r.options[i + 1]);
+    else if ((o == "-I" || o == "--include-path") && i + 1 < r.options.size()) dirs.emplace_back(trimmed(r.options[i + 1]));
   }
   return dirs;
 }
@@ -118,7 +130,7 @@ std::vector<std::string> pre_includes(const compile_request& r) {
     const std::string_view o = trimmed(r.options[i]);
     if (starts_with(o, "--pre-include=")) names.emplace_back(o.substr(14));
     else if (starts_with(o, "-include=")) names.emplace_back(o.substr(9));
-    else if ((o == "-include" || o == "--pre-include") && i + 1 < r.options.size()) names.push_back(r.options[i + 1]);
+    else if ((o == "-include" || o == "--pre-include") && i + 1 < r.options.size()) names.emplace_back(trimmed(r.options[i + 1]));
   }
   names.erase(std::remove_if(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }), names.end());
   return names;
