@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <future>
 #include <cstdio>
 #include <cstdlib>
@@ -371,6 +372,39 @@ TEST_CASE("compile: code fatpack cannot load is not stored") {
     CHECK(r.has("error=bad_package: fatpack::compile: the code NVRTC made for sm_90 is not loadable"));
     CHECK(r.has("nvrtc_loaded=1"));  // NVRTC ran both times: nothing was stored
   }
+}
+
+// The local date as the key holds it for __DATE__ (compile_api.cpp).
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  char out[16] = {};
+  ::localtime_r(&now, &tm);
+  std::strftime(out, sizeof out, "%Y-%m-%d", &tm);
+  return out;
+}
+
+TEST_CASE("compile: __TIME__ anywhere is not cached; __DATE__ keys the day") {
+  // The preprocessor's clock: a program that bakes __TIME__ in was served, from the cache, the time
+  // of its first compile in every later process. (NVRTC 13.0 has no __TIMESTAMP__.)
+  const std::string d = case_dir("clock");
+  ::mkdir((d + "/inc").c_str(), 0700);
+  write_text(d + "/saxpy.cu", k_saxpy);
+  write_text(d + "/inc/coef.h", "#define COEF (sizeof(__TIME__) * 1.0f)\n");  // in a header on the path
+  const std::vector<std::string> args{d + "/saxpy.cu", "--include", d + "/inc", "--kernel", "saxpy"};
+  for (int i = 0; i < 2; ++i) {
+    auto r = probe(args, env_for(d));
+    CHECK(r.has("path=NVRTC SASS target=sm_90 stored=0 deps=1 kernel=ok"));
+    CHECK(r.has("not_cached=the program uses __TIME__ in " + d + "/inc/coef.h"));
+  }
+  // __DATE__ in the source: cached, under a key that holds the day (a hit the same day).
+  write_text(d + "/inc/coef.h", "#define COEF 2.0f\n");
+  write_text(d + "/dated.cu", std::string("static const char built[] = __DATE__;\n") + k_saxpy);
+  const std::vector<std::string> dated{d + "/dated.cu", "--include", d + "/inc", "--kernel", "saxpy"};
+  CHECK(probe(dated, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  const std::string day = today();
+  auto again = probe(dated, env_for(d));
+  if (today() == day) CHECK(again.has("path=cache hit target=sm_90"));  // else midnight passed: a miss is right
 }
 
 TEST_CASE("compile: headers given as contents are in the key") {
@@ -759,6 +793,17 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
                              "// #include \"e.h\"\n#include \"unterminated\n",
                              4096);
   CHECK(names == std::vector<std::string>{"a.h", "b/c.h", "d.h"});
+  {  // The preprocessor's clock, in the source or a given header; nothing else sets it.
+    const auto plain = scan_includes("int x;", {{"g.h", "int y;"}}, {});
+    CHECK(plain.time_macro.empty());
+    CHECK_FALSE(plain.date_macro);
+    const auto dated = scan_includes("const char d[] = __DATE__;", {}, {});
+    CHECK(dated.date_macro);
+    CHECK(dated.time_macro.empty());
+    const auto timed = scan_includes("int x;", {{"g.h", "// __TIME__\n"}}, {});
+    CHECK(timed.time_macro == "__TIME__ in header g.h");
+    CHECK_FALSE(timed.date_macro);
+  }
   // Every spelling NVRTC 13.0 reads as an include (each checked with it): a line splice anywhere in
   // the directive, comments around its words (one spanning lines), the digraph %: and the trigraph
   // ??= (C++11 mode), #include_next, #import, and __has_include (a header created later changes the

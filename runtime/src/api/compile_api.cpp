@@ -31,6 +31,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <ctime>
 #include <mutex>
 #include <optional>
 
@@ -160,6 +161,15 @@ struct jit_part {
 
 // The canonical text of everything that decides NVRTC's SASS for `arch` except the format version
 // (the cache's code key adds it); with `jit`, that of the SASS the JIT makes from NVRTC's PTX.
+// Today's date in local time, as the preprocessor's __DATE__ reads the clock.
+std::string local_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  char out[16] = {};
+  if (!::localtime_r(&now, &tm) || std::strftime(out, sizeof out, "%Y-%m-%d", &tm) == 0) return "unknown";
+  return out;
+}
+
 std::string source_key_text(const compile_request& r, const std::string& compiler, std::uint32_t arch,
                             const detail::include_manifest& manifest, const jit_part* jit = nullptr) {
   std::string t = "fatpack-nvrtc-source-key 1\n";
@@ -175,6 +185,7 @@ std::string source_key_text(const compile_request& r, const std::string& compile
   for (const auto& o : r.options) add_field(t, "option=", o);
   for (const auto& e : r.name_expressions) add_field(t, "name-expression=", e);
   add_field(t, "manifest=", manifest.text());
+  if (manifest.date_macro) add_field(t, "date=", local_date());  // __DATE__: the code changes daily
   if (jit) {  // after the SASS key's fields: that key's text (and its stored entries) unchanged
     add_field(t, "path=", "ptx-jit");
     add_field(t, "jit=", jit->backend);
@@ -262,10 +273,12 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
   const cache_mode mode = cache_status().mode;
   const bool disabled = mode == cache_mode::disabled;
-  const bool cacheable = opts.use_cache && manifest.complete && !disabled;
+  const bool cacheable = opts.use_cache && manifest.complete && manifest.time_macro.empty() && !disabled;
   if (!opts.use_cache) rep.not_cached = "compile_options::use_cache is false";
   else if (disabled) rep.not_cached = "the cache is disabled (FATPACK_CACHE_DISABLE)";
   else if (!manifest.complete) rep.not_cached = "the include scan is incomplete: " + manifest.problem;
+  else if (!manifest.time_macro.empty())
+    rep.not_cached = "the program uses " + manifest.time_macro + ": its code may differ with every compile";
   const detail::jit_key key = cache_key_of(source_key_text(req, where->identity, arch, manifest), arch);
   // The PTX path's key, made on a miss of the first: a SASS hit costs what it did.
   std::optional<detail::jit_key> jkey;

@@ -180,6 +180,15 @@ bool has_splice(std::string_view text) {
   return false;
 }
 
+bool contains(std::string_view text, std::string_view word) { return text.find(word) != std::string_view::npos; }
+
+// Records in `m` the preprocessor clock macros `text` (named `label`) uses.
+void note_clock_macros(std::string_view text, const std::string& label, include_manifest& m) {
+  if (!m.date_macro && contains(text, "__DATE__")) m.date_macro = true;
+  // (NVRTC 13.0 has no __TIMESTAMP__: a program that uses it does not compile.)
+  if (m.time_macro.empty() && contains(text, "__TIME__")) m.time_macro = "__TIME__ in " + label;
+}
+
 }  // namespace
 
 std::vector<std::string> include_names(std::string_view text, std::size_t max_name) {
@@ -214,15 +223,16 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
     std::string_view text;
     std::string dir;  // "" for none
     std::vector<std::string> names;  // the names to look up instead of the text's (pre-includes)
+    std::string label;               // what the text is, for the report: "the source", a name, a path
   };
   std::deque<pending> work;
   // NVRTC looks a quoted include up first in the directory of the including text's name: for the
   // source, the program name's (the working directory for a bare name), for a header given as
   // contents, its name's, for a file, the file's.
-  work.push_back({nullptr, source, program_name.empty() ? std::string() : dir_of(program_name)});
-  for (const auto& h : headers) work.push_back({nullptr, h.second, dir_of(h.first)});
+  work.push_back({nullptr, source, program_name.empty() ? std::string() : dir_of(program_name), {}, "the source"});
+  for (const auto& h : headers) work.push_back({nullptr, h.second, dir_of(h.first), {}, "header " + h.first});
   // --pre-include files: looked up in the working directory, then the include paths.
-  if (!pre_includes.empty()) work.push_back({nullptr, {}, ".", pre_includes});
+  if (!pre_includes.empty()) work.push_back({nullptr, {}, ".", pre_includes, {}});
   std::uint64_t total = 0;
   auto stop = [&](std::string why) {
     m.complete = false;
@@ -231,6 +241,7 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
   while (!work.empty() && m.complete) {
     pending item = std::move(work.front());
     work.pop_front();
+    note_clock_macros(item.text, item.label, m);
     for (const std::string& name : item.names.empty() ? include_names(item.text, limits.max_name_bytes) : item.names) {
       if (given.count(name)) continue;  // given as contents: its text is scanned and hashed already
       std::vector<std::string> dirs;
@@ -288,7 +299,7 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
         };
         if (!seen_real.insert(real_of(path) + std::string(1, '\0') + real_of(dir_of(path))).second) continue;
         std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-        work.push_back({bytes, text, dir_of(path)});
+        work.push_back({bytes, text, dir_of(path), {}, path});
       }
       if (!m.complete) break;
     }

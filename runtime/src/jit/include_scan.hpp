@@ -39,6 +39,11 @@ struct include_manifest {
   std::vector<manifest_file> files;  // in the order found (deterministic for the same inputs)
   bool complete = true;
   std::string problem;               // why not complete
+  // The preprocessor's clock in a scanned text (a superset: comments and strings count). __TIME__:
+  // where it was first found ("__TIME__ in <file>"); the code may differ with every compile, so it
+  // is not cached. __DATE__: the key holds the day.
+  std::string time_macro;
+  bool date_macro = false;
   // One line per file ("path=state"), what the key hashes.
   std::string text() const;
 };
