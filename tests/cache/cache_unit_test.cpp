@@ -626,15 +626,21 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
     CHECK(*hit == big);
     CHECK(mappings_of(path) == 0);
   }
-  SUBCASE("an entry behind a fan-out directory planted as a symlink: read, not mapped") {
+  SUBCASE("an entry behind a fan-out or objects/ directory planted as a symlink: read, not mapped") {
     const std::string fan = path.substr(0, path.rfind('/'));
-    const std::string moved = root + "/moved-fanout";
-    REQUIRE(::rename(fan.c_str(), moved.c_str()) == 0);
-    REQUIRE(::symlink(moved.c_str(), fan.c_str()) == 0);
-    auto hit = d->read_exact(a, 90);
-    REQUIRE(hit.has_value());
-    CHECK_FALSE(hit->mapped());
-    CHECK(*hit == big);
+    const std::string objects = fan.substr(0, fan.rfind('/'));
+    for (const std::string& dir : {fan, objects}) {
+      INFO(dir);
+      const std::string moved = root + "/moved";
+      REQUIRE(::rename(dir.c_str(), moved.c_str()) == 0);
+      REQUIRE(::symlink(moved.c_str(), dir.c_str()) == 0);
+      auto hit = d->read_exact(a, 90);
+      REQUIRE(hit.has_value());
+      CHECK_FALSE(hit->mapped());
+      CHECK(*hit == big);
+      REQUIRE(::unlink(dir.c_str()) == 0);  // back as it was for the next
+      REQUIRE(::rename(moved.c_str(), dir.c_str()) == 0);
+    }
   }
   SUBCASE("an entry of format 1.1 (cubin not aligned): read, and served") {
     std::vector<std::uint8_t> file = read_file(path);

@@ -284,6 +284,17 @@ TEST_CASE("compile: headers NVRTC finds beside the program, through -I=dir, or b
     CHECK(probe(spaced, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
   }
 
+  // After a joined -I NVRTC drops spaces only: "-I\tinc" is the directory "\tinc" (here beside
+  // "inc", whose header would break the compile). The scan read "inc": an edit was a stale hit.
+  ::mkdir((d + "/cwd/\tinc").c_str(), 0700);
+  ::mkdir((d + "/cwd/inc").c_str(), 0700);
+  write_text(d + "/cwd/\tinc/coef.h", "#define COEF 2.0f\n");
+  write_text(d + "/cwd/inc/coef.h", "#error the wrong directory\n");
+  const std::vector<std::string> tabbed{d + "/saxpy.cu", "--cwd", d + "/cwd", "--option", "-I\tinc", "--kernel", "saxpy"};
+  CHECK(probe(tabbed, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  write_text(d + "/cwd/\tinc/coef.h", "#define COEF 3.0f\n");
+  CHECK(probe(tabbed, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+
   // --pre-include / -include: NVRTC looks the file up in the working directory and the include paths.
   ::mkdir((d + "/pre").c_str(), 0700);
   write_text(d + "/pre/coef.h", "#define COEF 2.0f\n");
@@ -374,12 +385,12 @@ TEST_CASE("compile: code fatpack cannot load is not stored") {
   }
 }
 
-// The local date as the key holds it for __DATE__ (compile_api.cpp).
-std::string today() {
-  const std::time_t now = std::time(nullptr);
+// The date `hours_east` of UTC (a POSIX TZ "X-14" is 14 hours east), as a process there reads it.
+std::string date_at(int hours_east) {
+  const std::time_t now = std::time(nullptr) + std::time_t(hours_east) * 3600;
   std::tm tm{};
   char out[16] = {};
-  ::localtime_r(&now, &tm);
+  ::gmtime_r(&now, &tm);
   std::strftime(out, sizeof out, "%Y-%m-%d", &tm);
   return out;
 }
@@ -397,14 +408,31 @@ TEST_CASE("compile: __TIME__ anywhere is not cached; __DATE__ keys the day") {
     CHECK(r.has("path=NVRTC SASS target=sm_90 stored=0 deps=1 kernel=ok"));
     CHECK(r.has("not_cached=the program uses __TIME__ in " + d + "/inc/coef.h"));
   }
-  // __DATE__ in the source: cached, under a key that holds the day (a hit the same day).
+  // Spelled across a line splice (NVRTC joins it), or brought in by an option: the same.
+  write_text(d + "/inc/coef.h", "#define COEF (sizeof(__TI\\\nME__) * 1.0f)\n");
+  auto spliced = probe(args, env_for(d));
+  CHECK(spliced.has("path=NVRTC SASS target=sm_90 stored=0 deps=1 kernel=ok"));
+  CHECK(spliced.has("not_cached=the program uses __TIME__ in " + d + "/inc/coef.h"));
+  write_text(d + "/inc/coef.h", "#define COEF (sizeof(STAMP) * 1.0f)\n");
+  std::vector<std::string> with_option = args;
+  with_option.insert(with_option.end(), {"--option", "-DSTAMP=__TIME__"});
+  auto optioned = probe(with_option, env_for(d));
+  CHECK(optioned.has("path=NVRTC SASS target=sm_90 stored=0 deps=1 kernel=ok"));
+  CHECK(optioned.has("not_cached=the program uses __TIME__ in option '-DSTAMP=__TIME__'"));
+  // __DATE__ in the source: cached under a key that holds the local day. Two time zones 26 hours
+  // apart are never on the same date: the second is a miss; the first again is a hit (unless its
+  // day ended meanwhile: then a miss is right).
   write_text(d + "/inc/coef.h", "#define COEF 2.0f\n");
   write_text(d + "/dated.cu", std::string("static const char built[] = __DATE__;\n") + k_saxpy);
   const std::vector<std::string> dated{d + "/dated.cu", "--include", d + "/inc", "--kernel", "saxpy"};
-  CHECK(probe(dated, env_for(d)).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
-  const std::string day = today();
-  auto again = probe(dated, env_for(d));
-  if (today() == day) CHECK(again.has("path=cache hit target=sm_90"));  // else midnight passed: a miss is right
+  auto east = env_for(d), west = env_for(d);
+  east["TZ"] = "EAST-14";
+  west["TZ"] = "WEST+12";
+  const std::string east_day = date_at(14);
+  CHECK(probe(dated, east).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  CHECK(probe(dated, west).has("path=NVRTC SASS target=sm_90 stored=1 deps=1 kernel=ok"));
+  auto again = probe(dated, east);
+  if (date_at(14) == east_day) CHECK(again.has("path=cache hit target=sm_90"));
 }
 
 TEST_CASE("compile: headers given as contents are in the key") {

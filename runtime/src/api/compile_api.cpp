@@ -58,6 +58,13 @@ std::string_view trimmed(std::string_view o) {
   return o;
 }
 
+// The word after a joined -I as NVRTC reads it: spaces before it dropped, other white space kept
+// ("-I\tinc" is the directory "\tinc").
+std::string_view spaces_dropped(std::string_view w) {
+  while (!w.empty() && w.front() == ' ') w.remove_prefix(1);
+  return w;
+}
+
 // An include path of the request as NVRTC reads the "-I=" + path fatpack passes: the option's
 // trailing white space dropped (its leading white space follows '=' and stays: NVRTC looks for
 // " dir", and so does the scan).
@@ -118,7 +125,7 @@ std::vector<std::string> include_dirs(const compile_request& r) {
     const std::string_view o = trimmed(r.options[i]);
     if (starts_with(o, "--include-path=")) dirs.emplace_back(o.substr(15));
     else if (starts_with(o, "-I=")) dirs.emplace_back(o.substr(3));  // NVRTC reads "-I=dir" as "dir"
-    else if (starts_with(o, "-I") && o.size() > 2) dirs.emplace_back(trimmed(o.substr(2)));  // "-I  dir": "dir"
+    else if (starts_with(o, "-I") && o.size() > 2) dirs.emplace_back(spaces_dropped(o.substr(2)));  // "-I  dir": "dir"
     else if ((o == "-I" || o == "--include-path") && i + 1 < r.options.size()) dirs.emplace_back(trimmed(r.options[i + 1]));
   }
   return dirs;
@@ -170,8 +177,10 @@ std::string local_date() {
   return out;
 }
 
+// `date`: the local date when the program uses __DATE__, else "".
 std::string source_key_text(const compile_request& r, const std::string& compiler, std::uint32_t arch,
-                            const detail::include_manifest& manifest, const jit_part* jit = nullptr) {
+                            const detail::include_manifest& manifest, const std::string& date,
+                            const jit_part* jit = nullptr) {
   std::string t = "fatpack-nvrtc-source-key 1\n";
   add_field(t, "compiler=", compiler);
   add_field(t, "target=", "sm_" + std::to_string(arch));
@@ -185,7 +194,7 @@ std::string source_key_text(const compile_request& r, const std::string& compile
   for (const auto& o : r.options) add_field(t, "option=", o);
   for (const auto& e : r.name_expressions) add_field(t, "name-expression=", e);
   add_field(t, "manifest=", manifest.text());
-  if (manifest.date_macro) add_field(t, "date=", local_date());  // __DATE__: the code changes daily
+  if (!date.empty()) add_field(t, "date=", date);  // __DATE__: the code changes daily
   if (jit) {  // after the SASS key's fields: that key's text (and its stored entries) unchanged
     add_field(t, "path=", "ptx-jit");
     add_field(t, "jit=", jit->backend);
@@ -267,8 +276,12 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   const auto pre = pre_includes(req);
   std::vector<std::pair<std::string, std::string>> headers;
   for (const auto& h : req.headers) headers.emplace_back(h.name, h.contents);
-  const detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs, {}, req.name, pre);
+  detail::include_manifest manifest = detail::scan_includes(req.source, headers, dirs, {}, req.name, pre);
   for (const auto& f : manifest.files) rep.dependencies.push_back(f.path);
+  // A clock macro may come in through an option (-DSTAMP=__TIME__) or a name expression as well.
+  for (const auto& o : req.options) detail::note_clock_macros(o, "option '" + o + "'", manifest);
+  for (const auto& e : req.name_expressions) detail::note_clock_macros(e, "name expression '" + e + "'", manifest);
+  const std::string date = manifest.date_macro ? local_date() : std::string();
 
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
   const cache_mode mode = cache_status().mode;
@@ -279,14 +292,14 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   else if (!manifest.complete) rep.not_cached = "the include scan is incomplete: " + manifest.problem;
   else if (!manifest.time_macro.empty())
     rep.not_cached = "the program uses " + manifest.time_macro + ": its code may differ with every compile";
-  const detail::jit_key key = cache_key_of(source_key_text(req, where->identity, arch, manifest), arch);
+  const detail::jit_key key = cache_key_of(source_key_text(req, where->identity, arch, manifest, date), arch);
   // The PTX path's key, made on a miss of the first: a SASS hit costs what it did.
   std::optional<detail::jit_key> jkey;
   auto ptx_key = [&]() -> const detail::jit_key& {
     if (!jkey) {
       const jit_part part{detail::jit_backend_in_use() == jit_backend::nvjitlink ? "nvjitlink" : "culink",
                           driver_version};
-      jkey = cache_key_of(source_key_text(req, where->identity, arch, manifest, &part), arch, driver_version);
+      jkey = cache_key_of(source_key_text(req, where->identity, arch, manifest, date, &part), arch, driver_version);
     }
     return *jkey;
   };
@@ -374,6 +387,11 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
       }
       rep.not_cached = "a file reachable through #include changed during the compile: " + which;
       rep.cache_key.clear();  // the package is named by the code's hash, not by a key it does not match
+    } else if (!date.empty() && local_date() != date) {
+      // Midnight passed while NVRTC ran: its __DATE__ may be the new day's, the key holds the old.
+      storable = false;
+      rep.not_cached = "the date changed during the compile of a program that uses __DATE__";
+      rep.cache_key.clear();
     }
   }
   // Code the registry refuses (-rdc=true's relocatable cubin, -dlto's empty one) is not stored: a

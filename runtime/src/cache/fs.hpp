@@ -7,7 +7,7 @@
 // this seam is O_CLOEXEC | O_NOFOLLOW, so its descriptors never leak into a child the JIT may spawn
 // and a symlink planted as a cache file is never followed (O_NOFOLLOW covers the last component only:
 // a fan-out directory planted as a symlink is never written through, store.cpp, and an entry behind
-// one is read, not mapped). The index is opened through this seam too and
+// one, or behind a symlinked objects/, is read, not mapped). The index is opened through this seam too and
 // then mmap-ed (index.cpp; the descriptor is closed once the mapping exists), and a large stored
 // entry is mapped through map_read (store.cpp) instead of read; the directory locks
 // (index.lock, evict.lock) are open-file-description locks on descriptors opened here (locks.cpp).

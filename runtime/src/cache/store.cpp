@@ -18,11 +18,18 @@ std::string hex2(std::uint8_t b) { return core::hex_bytes(&b, 1); }
 
 bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0; }
 
-// Whether the directory holding `path` (objects/<ab>) is a directory itself, not a symlink to one.
+// Whether the two directories holding `path` (objects/<ab>, then objects/) are directories
+// themselves, not symlinks to some (the cache's root and v1/ are checked when it is opened).
 bool in_real_fanout(fs& f, const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  file_stat st;
-  return slash != std::string::npos && slash > 0 && f.stat(path.substr(0, slash), st) == 0 && st.directory;
+  std::string dir = path;
+  for (int up = 0; up < 2; ++up) {
+    const std::size_t slash = dir.rfind('/');
+    file_stat st;
+    if (slash == std::string::npos || slash == 0) return false;
+    dir.resize(slash);
+    if (f.stat(dir, st) != 0 || !st.directory) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -152,8 +159,8 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
       // cache (map_reads_): its entries are this user's files, published by rename, removed by
       // unlink and never rewritten in place, so a mapping never loses its pages (docs/cache.md §3).
       // That holds only for a file reached through this cache's own directories: an entry with
-      // another hard link, or behind a fan-out directory planted as a symlink (opens follow every
-      // component but the last), may be a file something else rewrites, so it is read instead.
+      // another hard link, or behind an objects/ or fan-out directory planted as a symlink (opens
+      // follow every component but the last), may be a file something else rewrites: read instead.
       const void* addr = nullptr;
       if (map_reads_ && h.payload_offset() % 64 == 0 && st.links == 1 && in_real_fanout(f, path) &&
           f.map_read(fd, st.size, addr) == 0) {

@@ -182,14 +182,20 @@ bool has_splice(std::string_view text) {
 
 bool contains(std::string_view text, std::string_view word) { return text.find(word) != std::string_view::npos; }
 
-// Records in `m` the preprocessor clock macros `text` (named `label`) uses.
-void note_clock_macros(std::string_view text, const std::string& label, include_manifest& m) {
+void note_clock_words(std::string_view text, const std::string& label, include_manifest& m) {
   if (!m.date_macro && contains(text, "__DATE__")) m.date_macro = true;
   // (NVRTC 13.0 has no __TIMESTAMP__: a program that uses it does not compile.)
   if (m.time_macro.empty() && contains(text, "__TIME__")) m.time_macro = "__TIME__ in " + label;
 }
 
 }  // namespace
+
+void note_clock_macros(std::string_view text, const std::string& label, include_manifest& m) {
+  note_clock_words(text, label, m);
+  // A line splice may be anywhere, even inside __TI\<newline>ME__: read both ways, as for includes.
+  if (has_splice(text))
+    for (bool lenient : {false, true}) note_clock_words(joined(text, lenient), label, m);
+}
 
 std::vector<std::string> include_names(std::string_view text, std::size_t max_name) {
   std::vector<std::string> found;

@@ -39,9 +39,9 @@ struct include_manifest {
   std::vector<manifest_file> files;  // in the order found (deterministic for the same inputs)
   bool complete = true;
   std::string problem;               // why not complete
-  // The preprocessor's clock in a scanned text (a superset: comments and strings count). __TIME__:
-  // where it was first found ("__TIME__ in <file>"); the code may differ with every compile, so it
-  // is not cached. __DATE__: the key holds the day.
+  // The preprocessor's clock in a scanned text (note_clock_macros). __TIME__: where it was first
+  // found ("__TIME__ in <file>"); the code may differ with every compile, so it is not cached.
+  // __DATE__: the key holds the day.
   std::string time_macro;
   bool date_macro = false;
   // One line per file ("path=state"), what the key hashes.
@@ -55,6 +55,12 @@ struct include_manifest {
 // newline or over `max_name` bytes is skipped. A superset: an include in an #if 0 or a block comment
 // counts.
 std::vector<std::string> include_names(std::string_view text, std::size_t max_name);
+
+// Notes in `m` the clock macros `text` (named `label` in the report) spells out: the words __TIME__
+// and __DATE__ anywhere (comments and strings count), also across line splices. Not a superset:
+// a name made by token pasting (a##b) is seen only by the preprocessor. scan_includes runs it on
+// every text it reads; the caller runs it on the options and name expressions.
+void note_clock_macros(std::string_view text, const std::string& label, include_manifest& m);
 
 // Scans `source` and the `headers` (name, contents) for includes found along `include_paths`, and,
 // as NVRTC looks them up, in the directory of `program_name` for the source's (the working directory
