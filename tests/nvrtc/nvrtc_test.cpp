@@ -831,6 +831,12 @@ TEST_CASE("include scan: names, cycles, symlink loops, unreadable files, bounds"
     const auto timed = scan_includes("int x;", {{"g.h", "// __TIME__\n"}}, {});
     CHECK(timed.time_macro == "__TIME__ in header g.h");
     CHECK_FALSE(timed.date_macro);
+    // An empty text (a default string_view, null data: UBSan's null-pointer check in the
+    // sanitizer job caught memchr given it through the pre-include item).
+    fatpack::detail::include_manifest none;
+    fatpack::detail::note_clock_macros(std::string_view(), "nothing", none);
+    CHECK(none.time_macro.empty());
+    CHECK(scan_includes({}, {}, {}, {}, {}, {"absent.h"}).files.empty());
   }
   // Every spelling NVRTC 13.0 reads as an include (each checked with it): a line splice anywhere in
   // the directive, comments around its words (one spanning lines), the digraph %: and the trigraph

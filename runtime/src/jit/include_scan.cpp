@@ -166,6 +166,7 @@ std::string joined(std::string_view text, bool lenient) {
 // the trigraph ??/ anywhere. Most headers have backslashes (in strings, in macros) and no splice;
 // memchr and memmem, since this runs over every file on every call.
 bool has_splice(std::string_view text) {
+  if (text.empty()) return false;  // (an empty view may have no data: memchr must not see null)
   const char* const end = text.data() + text.size();
   for (const char* p = text.data(); (p = static_cast<const char*>(std::memchr(p, '?', std::size_t(end - p))));) {
     if (end - p >= 3 && p[1] == '?' && p[2] == '/') return true;
