@@ -51,11 +51,18 @@ bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos
 // White space as NVRTC 13.0 drops it around an option: space, tab, newline, CR, VT, FF.
 bool nvrtc_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+// An include path of the request as NVRTC reads the "-I=" + path fatpack passes: the option's
+// trailing white space dropped (its leading white space follows '=' and stays: NVRTC looks for
+// " dir", and so does the scan).
+std::string_view trailing_trimmed(std::string_view p) {
+  while (!p.empty() && nvrtc_space(p.back())) p.remove_suffix(1);
+  return p;
+}
+
 // An option as NVRTC 13.0 reads it: white space around it is dropped (" -arch=sm_80\t" is -arch=sm_80).
 std::string_view trimmed(std::string_view o) {
   while (!o.empty() && nvrtc_space(o.front())) o.remove_prefix(1);
-  while (!o.empty() && nvrtc_space(o.back())) o.remove_suffix(1);
-  return o;
+  return trailing_trimmed(o);
 }
 
 // The word after a joined -I as NVRTC reads it: spaces before it dropped, other white space kept
@@ -63,14 +70,6 @@ std::string_view trimmed(std::string_view o) {
 std::string_view spaces_dropped(std::string_view w) {
   while (!w.empty() && w.front() == ' ') w.remove_prefix(1);
   return w;
-}
-
-// An include path of the request as NVRTC reads the "-I=" + path fatpack passes: the option's
-// trailing white space dropped (its leading white space follows '=' and stays: NVRTC looks for
-// " dir", and so does the scan).
-std::string_view trailing_trimmed(std::string_view p) {
-  while (!p.empty() && nvrtc_space(p.back())) p.remove_suffix(1);
-  return p;
 }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
@@ -166,8 +165,6 @@ struct jit_part {
   int driver_version = 0;  // cuDriverGetVersion; the cache's driver tier adds the build string
 };
 
-// The canonical text of everything that decides NVRTC's SASS for `arch` except the format version
-// (the cache's code key adds it); with `jit`, that of the SASS the JIT makes from NVRTC's PTX.
 // Today's date in local time, as the preprocessor's __DATE__ reads the clock.
 std::string local_date() {
   const std::time_t now = std::time(nullptr);
@@ -177,6 +174,8 @@ std::string local_date() {
   return out;
 }
 
+// The canonical text of everything that decides NVRTC's SASS for `arch` except the format version
+// (the cache's code key adds it); with `jit`, that of the SASS the JIT makes from NVRTC's PTX.
 // `date`: the local date when the program uses __DATE__, else "".
 std::string source_key_text(const compile_request& r, const std::string& compiler, std::uint32_t arch,
                             const detail::include_manifest& manifest, const std::string& date,

@@ -181,7 +181,11 @@ bool has_splice(std::string_view text) {
   return false;
 }
 
-bool contains(std::string_view text, std::string_view word) { return text.find(word) != std::string_view::npos; }
+// memmem, as has_splice: this runs over every scanned text on every call, hits included, and is
+// about twice as fast as string_view::find for words that start with the common '_'.
+bool contains(std::string_view text, std::string_view word) {
+  return !text.empty() && ::memmem(text.data(), text.size(), word.data(), word.size()) != nullptr;
+}
 
 void note_clock_words(std::string_view text, const std::string& label, include_manifest& m) {
   if (!m.date_macro && contains(text, "__DATE__")) m.date_macro = true;
