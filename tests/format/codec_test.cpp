@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include <xxhash.h>
+
 using namespace fatpack::core;
 
 namespace {
@@ -100,6 +102,20 @@ TEST_CASE("damaged payloads are errors, never overruns") {
     }
     SUBCASE("block size 0") { CHECK_FALSE(decompress(c, 0, byte_span(*stored), out.data(), out.size())); }
   }
+}
+
+TEST_CASE("core::xxh3 (AVX2 where the CPU has it) is the library's XXH3-64 for every length and alignment") {
+  // Every checksum in the format and the cache goes through core::xxh3; on x86-64 it runs a copy of
+  // xxHash compiled for AVX2 (src/format/xxh3_avx2.c). It must give the library's value bit for bit.
+  std::vector<std::uint8_t> bytes((1u << 20) + 64);
+  std::mt19937_64 rng(7);
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+  for (std::size_t n : {0, 1, 3, 16, 17, 128, 129, 240, 241, 1000, 1024, 4096, 65536 + 7, 1 << 20})
+    for (std::size_t at : {0, 1, 31}) {
+      CAPTURE(n);
+      CAPTURE(at);
+      CHECK(fatpack::core::xxh3(fatpack::core::byte_span(bytes.data() + at, n)) == XXH3_64bits(bytes.data() + at, n));
+    }
 }
 
 TEST_CASE("codec names and levels") {

@@ -14,6 +14,9 @@
 #include <lz4hc.h>  // LZ4HC_CLEVEL_MAX
 #include <xxhash.h>
 #include <zstd.h>
+#if FATPACK_XXH3_AVX2
+extern "C" std::uint64_t fatpack_xxh3_avx2(const void* data, std::size_t size);  // xxh3_avx2.c
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -67,7 +70,15 @@ std::uint32_t default_block_size(codec c) noexcept {
   return 0;
 }
 
-std::uint64_t xxh3(byte_span bytes) noexcept { return XXH3_64bits(bytes.data, bytes.size); }
+// The same hash either way: xxHash's AVX2 code where the CPU has AVX2 (core/CMakeLists.txt), about 3x
+// the speed of the library's SSE2 build on a 1 MB cubin.
+std::uint64_t xxh3(byte_span bytes) noexcept {
+#if FATPACK_XXH3_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return fatpack_xxh3_avx2(bytes.data, bytes.size);
+#endif
+  return XXH3_64bits(bytes.data, bytes.size);
+}
 
 status decompress(codec c, std::uint32_t block_size, byte_span stored, std::uint8_t* out, std::uint64_t raw_size,
                   unsigned threads) {

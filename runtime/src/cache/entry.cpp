@@ -113,8 +113,8 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
   put<std::uint64_t>(h, 48, key.driver.hash);
   put<std::uint64_t>(h, 56, cubin.size);
   put<std::uint64_t>(h, 64, static_cast<std::uint64_t>(n));
-  const std::uint64_t cubin_xxh3 = XXH3_64bits(cubin.data, cubin.size);
-  put<std::uint64_t>(h, 72, codec == entry_codec::stored ? cubin_xxh3 : XXH3_64bits(stored, n));
+  const std::uint64_t cubin_xxh3 = core::xxh3(cubin);
+  put<std::uint64_t>(h, 72, codec == entry_codec::stored ? cubin_xxh3 : core::xxh3(core::byte_span(stored, n)));
   put<std::uint64_t>(h, 80, cubin_xxh3);
   put<std::int64_t>(h, 88, created_unix_ns);
   put<std::uint32_t>(h, 96, codec == entry_codec::lz4 ? block_size : 0);
@@ -202,7 +202,7 @@ namespace {
 
 // The checks every decoded or stored cubin gets: its checksum, its ELF SM against the header's and the key's.
 std::optional<std::string> check_cubin(const entry_header& h, core::byte_span cubin, const expected_key& want) {
-  if (cubin.size != h.cubin_size || XXH3_64bits(cubin.data, cubin.size) != h.cubin_xxh3)
+  if (cubin.size != h.cubin_size || core::xxh3(cubin) != h.cubin_xxh3)
     return std::string("cubin checksum mismatch");
   auto sm = cubin_sm_word(cubin);
   if (!sm || *sm != h.sm) return std::string("cubin's SM (ELF e_flags) does not match the entry header");
@@ -234,7 +234,7 @@ std::optional<std::vector<std::uint8_t>> decode_entry(core::byte_span file, cons
     }
     return std::vector<std::uint8_t>(payload, payload + h.payload_size);
   }
-  if (XXH3_64bits(payload, h.payload_size) != h.payload_xxh3) {
+  if (core::xxh3(core::byte_span(payload, static_cast<std::size_t>(h.payload_size))) != h.payload_xxh3) {
     problem = "payload checksum mismatch";
     return std::nullopt;
   }
