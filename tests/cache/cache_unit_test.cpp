@@ -532,6 +532,38 @@ TEST_CASE("store: stored entries larger than the front read come in two reads; L
   CHECK(*from_stored == big);
 }
 
+TEST_CASE("store: key texts past the first read's page (a long options text) are read in a second read and served") {
+  // read_entry reads one page first and the rest of the front only where the header says the key
+  // texts end past it: texts that end before, at, and after that page, and the longest allowed.
+  auto big = cubin90();
+  big.resize(300 * 1024, 0);  // large enough to be mapped
+  const std::string root = fresh("long-texts");
+  REQUIRE(prepare_user_dir(root, false).access == dir_access::read_write);
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::stored);
+  auto lz = cache_dir::open(root, true, 1ull << 30, "user", false, entry_codec::lz4);
+  std::string why;
+  std::uint64_t n = 0;
+  for (std::size_t options : {std::size_t(100), std::size_t(3800), std::size_t(3968), std::size_t(4200),
+                              std::size_t(20000), max_code_text - 400}) {
+    jit_key j = key_for(9000 + n++);
+    j.options = std::string(options, 'o');
+    const full_key k = make_full_key(j);
+    REQUIRE(k.code.text.size() <= max_code_text);
+    for (auto* dir : {d.get(), lz.get()}) {
+      CAPTURE(options);
+      REQUIRE(dir->write(k, fatpack::core::byte_span(big), why) == 0);
+      auto hit = d->read_exact(k, 90);
+      REQUIRE(hit.has_value());
+      CHECK(*hit == big);
+      hit.reset();
+      // The same key with one byte of its text changed is not served from this entry.
+      jit_key other = j;
+      other.options.back() = 'p';
+      CHECK_FALSE(d->read_exact(make_full_key(other), 90).has_value());
+    }
+  }
+}
+
 namespace {
 // Lines of /proc/self/maps naming `path` (a mapping of it; " (deleted)" once it is unlinked).
 int mappings_of(const std::string& path) {

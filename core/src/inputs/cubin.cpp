@@ -209,15 +209,17 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
 
   for (std::size_t i = 1; i < secs.size(); ++i) {
     const section& s = secs[i];
-    const std::string where = "section " + std::to_string(i) + " (" + std::string(s.name_str) + ")";
+    // Made only for an error: a cubin has a section per kernel and more, and this runs on every
+    // cache hit.
+    auto where_text = [&] { return "section " + std::to_string(i) + " (" + std::string(s.name_str) + ")"; };
     // SHT_NOBITS (and type 0, and empty) sections occupy no bytes of the file and were not
     // range-checked above: nothing below may read them, whatever their name says.
     if (s.type == sht_nobits || s.type == 0 || s.size == 0) continue;
     if (s.type == sht_symtab) {
-      if (s.entsize != 24) return fail(errc::malformed, where + ": sh_entsize is " + std::to_string(s.entsize) + ", expected 24");
-      if (s.size % 24 != 0) return fail(errc::malformed, where + ": sh_size " + hex(s.size) + " is not a multiple of 24");
+      if (s.entsize != 24) return fail(errc::malformed, where_text() + ": sh_entsize is " + std::to_string(s.entsize) + ", expected 24");
+      if (s.size % 24 != 0) return fail(errc::malformed, where_text() + ": sh_size " + hex(s.size) + " is not a multiple of 24");
       if (s.link == 0 || s.link >= secs.size() || secs[s.link].type != sht_strtab)
-        return fail(errc::malformed, where + ": sh_link " + std::to_string(s.link) + " is not a string table");
+        return fail(errc::malformed, where_text() + ": sh_link " + std::to_string(s.link) + " is not a string table");
       const byte_span strtab(p + secs[s.link].offset, static_cast<std::size_t>(secs[s.link].size));
       for (std::uint64_t k = 1; k < s.size / 24; ++k) {  // symbol 0 is the null symbol
         const std::uint8_t* sym = p + s.offset + k * 24;
@@ -228,7 +230,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
         if (!undefined_global && ((st_info & 0xf) != stt_func || !(st_other & sto_cuda_entry) || st_shndx == 0)) continue;
         std::string_view name;
         if (!c_string(strtab, get32(sym), &name))
-          return fail(errc::malformed, where + ": symbol " + std::to_string(k) + ": st_name " + hex(get32(sym)) +
+          return fail(errc::malformed, where_text() + ": symbol " + std::to_string(k) + ": st_name " + hex(get32(sym)) +
                                            " is not a string inside its string table");
         if (name.empty()) continue;
         // .nv.reservedSmem.* and the like: symbols the driver itself provides at load time.
@@ -252,17 +254,17 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
         const std::uint8_t fmt = d[k];
         if (fmt == 0) break;
         if (fmt == 2 || fmt == 3) {
-          if (k + 4 > s.size) return fail(errc::malformed, where + ": record at +" + hex(k) + " runs past the section end");
+          if (k + 4 > s.size) return fail(errc::malformed, where_text() + ": record at +" + hex(k) + " runs past the section end");
           if (d[k + 1] == compat_attr_arch_specific) {
             compat_has_attr = true;
             compat_says_a = (fmt == 2 ? d[k + 2] : get16(d + k + 2)) != 0;
           }
           k += 4;
         } else if (fmt == 4) {
-          if (k + 4 > s.size) return fail(errc::malformed, where + ": record at +" + hex(k) + " runs past the section end");
+          if (k + 4 > s.size) return fail(errc::malformed, where_text() + ": record at +" + hex(k) + " runs past the section end");
           const std::uint64_t len = get16(d + k + 2);
           if (k + 4 + len > s.size)
-            return fail(errc::malformed, where + ": record at +" + hex(k) + " (length " + std::to_string(len) +
+            return fail(errc::malformed, where_text() + ": record at +" + hex(k) + " (length " + std::to_string(len) +
                                              ") runs past the section end");
           k += 4 + len;
         } else {
@@ -277,7 +279,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
         const std::uint32_t type = get32(d + k + 8);
         const std::uint64_t name_at = k + 12, desc_at = name_at + ((namesz + 3) & ~std::uint64_t(3));
         if (!in_range(name_at, namesz, s.size) || !in_range(desc_at, descsz, s.size))
-          return fail(errc::malformed, where + ": note at +" + hex(k) + " (namesz " + std::to_string(namesz) +
+          return fail(errc::malformed, where_text() + ": note at +" + hex(k) + " (namesz " + std::to_string(namesz) +
                                            ", descsz " + std::to_string(descsz) + ") runs past the section end");
         const std::string_view owner(reinterpret_cast<const char*>(d + name_at),
                                      namesz ? static_cast<std::size_t>(namesz - 1) : 0);
@@ -288,7 +290,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
           std::string_view tool_version, tool_options;
           if (!c_string(strings, get32(d + desc_at + 12), &tool_version) ||
               !c_string(strings, get32(d + desc_at + 20), &tool_options))
-            return fail(errc::malformed, where + ": note at +" + hex(k) + ": a string offset lies outside the note");
+            return fail(errc::malformed, where_text() + ": note at +" + hex(k) + ": a string offset lies outside the note");
           if (info.toolkit_version == 0) info.toolkit_version = detail::release_version(tool_version);
           if (!tk_variant_found) tk_variant_found = arch_from_options(tool_options, sm, &tk_variant);
         }

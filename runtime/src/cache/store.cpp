@@ -14,6 +14,9 @@ namespace fatpack::detail::cache {
 
 namespace {
 
+// What read_entry reads first of an entry larger than max_entry_front.
+constexpr std::size_t first_read = 4096;
+
 std::string hex2(std::uint8_t b) { return core::hex_bytes(&b, 1); }
 
 bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0; }
@@ -146,8 +149,20 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
   std::optional<std::string> bad;
   bool whole = false;
   if (!e) {
-    bytes.resize(static_cast<std::size_t>(std::min<std::uint64_t>(st.size, max_entry_front)));
+    // An entry no larger than the longest front is read whole, in one read. Of a larger one, a
+    // page first, which holds the header and key texts of every entry seen in practice (a few
+    // hundred bytes); the rest of the front only where the header says the texts end past it. So
+    // the 68 KiB a front may span are not zeroed and copied on every hit of a large entry.
+    bytes.resize(static_cast<std::size_t>(st.size <= max_entry_front ? st.size : first_read));
     e = read_at(bytes.data(), bytes.size(), 0);
+    entry_header peek;
+    if (!e && got == asked && bytes.size() < st.size &&
+        !parse_header(core::byte_span(bytes.data(), bytes.size()), st.size, peek) &&
+        peek.payload_offset() > bytes.size()) {
+      const std::size_t front = bytes.size();
+      bytes.resize(static_cast<std::size_t>(std::min<std::uint64_t>(st.size, max_entry_front)));
+      e = read_at(bytes.data() + front, bytes.size() - front, front);
+    }
     whole = bytes.size() == st.size;
   }
   if (!e && got == asked && !whole) {

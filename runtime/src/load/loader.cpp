@@ -192,7 +192,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
 
   if (!ms.sel.chosen) {
     rep.total_ms = total.ms();
-    log_line(log_level::info, rep.trace());
+    if (log_enabled(log_level::info)) log_line(log_level::info, rep.trace());
     return error{errc::no_compatible_entry, 0, "cannot load " + where(dev, me) + ": " + ms.sel.nothing_fits, {}};
   }
 
@@ -326,7 +326,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
           st->kernels.assign(e.kernels.begin(), e.kernels.end());
           add_up_phases(rep);
           rep.total_ms = total.ms();
-          log_line(log_level::info, rep.trace());
+          if (log_enabled(log_level::info)) log_line(log_level::info, rep.trace());
           return st;
         }
         rep.pieces = (*split)->why_whole;
@@ -392,12 +392,12 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     }
     add_up_phases(rep);
     rep.total_ms = total.ms();
-    log_line(log_level::info, rep.trace());
+    if (log_enabled(log_level::info)) log_line(log_level::info, rep.trace());
     return st;
   }
   add_up_phases(rep);
   rep.total_ms = total.ms();
-  log_line(log_level::info, rep.trace());
+  if (log_enabled(log_level::info)) log_line(log_level::info, rep.trace());
   std::string msg = "cannot load " + where(dev, me) + ": every usable entry was refused:";
   std::string log;
   int last_status = 0;
