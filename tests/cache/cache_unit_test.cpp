@@ -252,6 +252,25 @@ TEST_CASE("keys: every code-key field changes the key; the driver tier is separa
   CHECK(sz == 7);
 }
 
+TEST_CASE("a shared directory or '/' given as the cache root is refused before anything is made in it") {
+  // FATPACK_CACHE_PATH=/tmp (mode 1777): refused as writable by others, and it was, but only after
+  // v1/ had been made in it; '/' run as root passed every check and got /v1.
+  const std::string shared = fresh("shared-root");
+  REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+  const dir_verdict v = prepare_user_dir(shared, false);
+  CHECK(v.access == dir_access::refused);
+  CHECK(v.warning.find("writable by group or others") != std::string::npos);
+  CHECK_FALSE(exists(shared + "/v1"));
+  for (const char* root : {"/", "//"}) {
+    CAPTURE(root);
+    const bool had_v1 = exists("/v1");
+    const dir_verdict r = prepare_user_dir(root, false);
+    CHECK(r.access == dir_access::refused);
+    CHECK(r.warning.find("a directory of its own") != std::string::npos);
+    CHECK(exists("/v1") == had_v1);
+  }
+}
+
 TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G was 0: unbounded, or prune all)") {
   std::uint64_t sz = 7;
   CHECK_FALSE(parse_size("17179869184G", sz));  // exactly 2^64

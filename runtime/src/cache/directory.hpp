@@ -23,8 +23,8 @@ struct dir_verdict {
   bool network = false;
 };
 
-// For the per-user cache at `root`: creates it (0700) unless read_only_wanted; checks ownership and
-// mode; decides the access.
+// For the per-user cache at `root`: checks an existing root's ownership and mode, then creates it and
+// v1/ (0700) unless read_only_wanted, then checks both; refuses '/'; decides the access.
 dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted);
 // For a prebuilt (read-only) layer: it, v1/, objects/ and every objects/<ab> must be directories
 // (not symlinks) owned by us or by root, not writable by group or others.
