@@ -261,7 +261,7 @@ TEST_CASE("a shared directory or '/' given as the cache root is refused before a
   CHECK(v.access == dir_access::refused);
   CHECK(v.warning.find("writable by group or others") != std::string::npos);
   CHECK_FALSE(exists(shared + "/v1"));
-  for (const char* root : {"/", "//"}) {
+  for (const char* root : {"/", "//", "/.", "/./", "/tmp/.."}) {
     CAPTURE(root);
     const bool had_v1 = exists("/v1");
     const dir_verdict r = prepare_user_dir(root, false);

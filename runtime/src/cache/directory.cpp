@@ -50,23 +50,28 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
                 "'): the JIT cache is memory-only";
     return v;
   }
-  if (root.find_first_not_of('/') == std::string::npos) {  // "/": as root it passed every check below
-    v.warning = "the cache directory is '/' (FATPACK_CACHE_PATH): a cache needs a directory of its own; the JIT "
-                "cache is memory-only";
+  // '/' in any spelling ("//", "/.", "/tmp/.."): as root it passes every check below and got /v1.
+  file_stat rs, top;
+  const bool root_exists = f.stat(root, rs) == 0;
+  if (root_exists && f.stat("/", top) == 0 && rs.device == top.device && rs.inode == top.inode) {
+    v.warning = "the cache directory " + root + " is '/' (FATPACK_CACHE_PATH): a cache needs a directory of its "
+                "own; the JIT cache is memory-only";
     return v;
   }
   const std::string fmt = format_dir(root);
   file_stat st;
   if (f.stat(fmt, st) != 0) {
     if (read_only_wanted) return v;  // nothing to read; not worth a warning
-    // An existing root is checked before anything is made in it: a shared directory given as the
-    // cache (FATPACK_CACHE_PATH=/tmp) is refused below, and must not get a v1/ of ours first.
-    file_stat rs;
-    if (f.stat(root, rs) == 0) {
-      if (std::string bad = check_private(f, root, false); !bad.empty()) {
-        v.warning = bad + "; the JIT cache is memory-only";
-        return v;
-      }
+    // The root is made (0700) and checked before v1/ is made in it: a shared directory given as
+    // the cache (FATPACK_CACHE_PATH=/tmp), or one another user makes at that path meanwhile, is
+    // refused below and must not get a v1/ of ours first.
+    if (int e = root_exists ? 0 : make_dirs(f, root, 0700)) {
+      v.warning = "cannot create the cache directory " + root + ": " + errno_text(e) + "; the JIT cache is memory-only";
+      return v;
+    }
+    if (std::string bad = check_private(f, root, false); !bad.empty()) {
+      v.warning = bad + "; the JIT cache is memory-only";
+      return v;
     }
     if (int e = make_dirs(f, fmt, 0700)) {
       v.warning = "cannot create the cache directory " + fmt + ": " + errno_text(e) + "; the JIT cache is memory-only";
