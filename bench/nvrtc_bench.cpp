@@ -34,7 +34,8 @@
 //                                      madvise / the mapping locked, then loaded
 //   read-heap / read-anon-4k / read-anon-4k-populated   the file read after the context into malloc
 //                                      memory / fresh anonymous 4 KiB pages (open and read timed)
-// BENCH_PREP, BENCH_SLEEP_MS and BENCH_SPIN_MS vary these (see where they are read).
+// BENCH_PREP, BENCH_SLEEP_MS, BENCH_SPIN_MS and BENCH_HEAPWARM vary these, BENCH_FAULTS=1 prints each
+// timed load's minor page faults on stderr (see where they are read).
 #include "fatpack/compile.hpp"
 
 #include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
@@ -56,6 +57,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -96,18 +98,40 @@ void take_context() {
     die("cannot take device 0's primary context");
 }
 
+// Minor page faults of this process so far (BENCH_FAULTS=1 prints those of each timed load on
+// stderr, "FAULTS <n>": the driver's own fresh memory shows up there).
+long minor_faults() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+void print_faults(long before) {
+  if (std::getenv("BENCH_FAULTS")) std::fprintf(stderr, "FAULTS %ld\n", minor_faults() - before);
+}
+// With BENCH_FAULTS, marks in a syscall trace (strace -e access) where a timed load starts and ends.
+void trace_mark(const char* what) {
+  if (std::getenv("BENCH_FAULTS")) (void)::access(what, F_OK);
+}
+
 double load_image(const void* image) {
+  trace_mark("/LOAD-START");
+  const long f0 = minor_faults();
   const double t = now_ms();
   CUmodule m = nullptr;
   const CUresult r = entry<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&m, image);
   if (r != CUDA_SUCCESS) die("cuModuleLoadData: CUresult " + std::to_string(r));
-  return now_ms() - t;
+  const double ms = now_ms() - t;
+  print_faults(f0);
+  trace_mark("/LOAD-END");
+  return ms;
 }
 
 // The same image as a library (cuLibraryLoadData), as fatpack::compile loads its code: with
 // `fatpack_options`, the options the runtime passes (an error log buffer, and the image marked
 // preserved), else none.
 double load_library_image(const void* image, bool fatpack_options) {
+  trace_mark("/LOAD-START");
+  const long f0 = minor_faults();
   const double t = now_ms();
   CUlibrary lib = nullptr;
   char log[16 * 1024] = {};
@@ -119,7 +143,10 @@ double load_library_image(const void* image, bool fatpack_options) {
       &lib, image, fatpack_options ? keys : nullptr, fatpack_options ? vals : nullptr, fatpack_options ? 2u : 0u,
       fatpack_options ? lib_keys : nullptr, fatpack_options ? lib_vals : nullptr, fatpack_options ? 1u : 0u);
   if (r != CUDA_SUCCESS) die("cuLibraryLoadData: CUresult " + std::to_string(r));
-  return now_ms() - t;
+  const double ms = now_ms() - t;
+  print_faults(f0);
+  trace_mark("/LOAD-END");
+  return ms;
 }
 
 template <class Fn>
@@ -192,6 +219,34 @@ int child(const std::string& what, const std::string& source_path, const std::st
   if (const char* e = std::getenv("BENCH_SPIN_MS"))
     for (const double end = now_ms() + std::atoi(e); now_ms() < end;) {
     }
+  // BENCH_HEAPWARM=KB: that much heap memory allocated, written and freed after the context (the
+  // allocator keeps it), to see whether the driver's load pays for fresh memory of its own.
+  if (const char* e = std::getenv("BENCH_HEAPWARM")) {
+    const std::size_t n = static_cast<std::size_t>(std::atol(e)) * 1024;
+    const double t0 = now_ms();
+    const long f0 = minor_faults();
+    static void* volatile sink = nullptr;  // keeps the compiler from dropping the malloc/free pair
+    // Twice: glibc maps the first block and, on its free, raises its mapping threshold past it; the
+    // second comes from the heap and stays there, written, when freed.
+    // BENCH_HEAPWARM_POPULATE=1: the first block untouched, the second's pages made present in one
+    // madvise (MADV_POPULATE_WRITE) instead of written page by page.
+    const bool populate = std::getenv("BENCH_HEAPWARM_POPULATE") != nullptr;
+    for (int round = 0; round < 2; ++round) {
+      sink = std::malloc(n);
+      if (void* w = sink) {
+        if (!populate) {
+          std::memset(w, 1, n);
+        } else if (round == 1) {
+          const std::uintptr_t page = 4096, a = (reinterpret_cast<std::uintptr_t>(w) + page - 1) & ~(page - 1);
+          const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(w) + n) & ~(page - 1);
+          if (e > a) (void)::madvise(reinterpret_cast<void*>(a), e - a, 23 /* MADV_POPULATE_WRITE */);
+        }
+        sink = w;
+        std::free(sink);
+      }
+    }
+    if (std::getenv("BENCH_FAULTS")) std::fprintf(stderr, "HEAPWARM %.3f ms %ld faults\n", now_ms() - t0, minor_faults() - f0);
+  }
   if (what == "cubin-early" || what == "cubin-early-module") {
     const void* image = prepared(static_cast<void*>(early.data()), early.size());
     load_ms = what == "cubin-early" ? load_library_image(image, true) : load_image(image);
@@ -265,7 +320,9 @@ int child(const std::string& what, const std::string& source_path, const std::st
     fatpack::compile_request req;
     req.source = source;
     req.name = "bench.cu";
+    const long f0 = minor_faults();
     auto c = fatpack::compile(req);
+    print_faults(f0);
     if (!c) die(c.error().what());
     compile_ms = c->report.nvrtc_ms;
     std::fprintf(stderr, "fatpack: %s (%s)\n", fatpack::compile_path_name(c->report.path), c->report.reason.c_str());
