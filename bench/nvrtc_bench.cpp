@@ -234,7 +234,19 @@ int child(const std::string& what, const std::string& source_path, const std::st
     for (int round = 0; round < 2; ++round) {
       sink = std::malloc(n);
       if (void* w = sink) {
-        if (!populate) {
+        if (std::getenv("BENCH_HEAPWARM_THP")) {  // the second block's 2 MiB-aligned interior as huge pages
+          if (round == 1) {
+            const std::uintptr_t huge = std::uintptr_t(2) << 20;
+            const std::uintptr_t a = (reinterpret_cast<std::uintptr_t>(w) + huge - 1) & ~(huge - 1);
+            const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(w) + n) & ~(huge - 1);
+            if (e > a) {
+              (void)::madvise(reinterpret_cast<void*>(a), e - a, 14 /* MADV_HUGEPAGE */);
+              (void)::madvise(reinterpret_cast<void*>(a), e - a, 23 /* MADV_POPULATE_WRITE */);
+            }
+            const std::uintptr_t page = 4096, lo = (reinterpret_cast<std::uintptr_t>(w) + page - 1) & ~(page - 1);
+            if (a > lo) (void)::madvise(reinterpret_cast<void*>(lo), a - lo, 23 /* MADV_POPULATE_WRITE */);
+          }
+        } else if (!populate) {
           std::memset(w, 1, n);
         } else if (round == 1) {
           const std::uintptr_t page = 4096, a = (reinterpret_cast<std::uintptr_t>(w) + page - 1) & ~(page - 1);
