@@ -106,7 +106,7 @@ class scratch_buffer {
 };
 
 // Number of hardware threads (>= 1).
-unsigned hardware_threads();
+unsigned hardware_threads();  // std::thread::hardware_concurrency (at least 1), read once per process
 
 // getpid(): compared with the pid that initialised CUDA to recognise a fork() child.
 int process_id();

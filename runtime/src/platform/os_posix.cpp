@@ -277,8 +277,13 @@ bool is_tegra_platform() {
 int process_id() { return static_cast<int>(::getpid()); }
 
 unsigned hardware_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n ? n : 1;
+  // Once per process: glibc reads /sys/devices/system/cpu/online on every call (open, read, close),
+  // and a load asks several times (the JIT pool, the decode threads).
+  static const unsigned n = [] {
+    const unsigned c = std::thread::hardware_concurrency();
+    return c ? c : 1u;
+  }();
+  return n;
 }
 
 const char* getenv(const char* name) { return std::getenv(name); }
