@@ -23,8 +23,9 @@ struct dir_verdict {
   bool network = false;
 };
 
-// For the per-user cache at `root`: checks an existing root's ownership and mode, then creates it and
-// v1/ (0700) unless read_only_wanted, then checks both; refuses '/'; decides the access.
+// For the per-user cache at `root`: refuses '/' (by device and inode); where v1/ is missing and not
+// read_only_wanted, creates the root (0700) if missing, checks its ownership and mode, then creates
+// v1/; checks both; decides the access.
 dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted);
 // For a prebuilt (read-only) layer: it, v1/, objects/ and every objects/<ab> must be directories
 // (not symlinks) owned by us or by root, not writable by group or others.

@@ -193,32 +193,39 @@ void note_clock_words(std::string_view text, const std::string& label, include_m
   if (m.time_macro.empty() && contains(text, "__TIME__")) m.time_macro = "__TIME__ in " + label;
 }
 
-}  // namespace
-
-void note_clock_macros(std::string_view text, const std::string& label, include_manifest& m) {
-  note_clock_words(text, label, m);
-  // A line splice may be anywhere, even inside __TI\<newline>ME__: read both ways, as for includes.
-  if (has_splice(text))
-    for (bool lenient : {false, true}) note_clock_words(joined(text, lenient), label, m);
+// Calls read() on the text as written and, where it has a line splice, on both joined readings. A
+// splice may be anywhere, even inside "include" or __TI\<newline>ME__; whether a backslash followed
+// by spaces before the newline is one is the compiler's choice, so the text is read both ways (a
+// superset). One has_splice and one join per reading, whatever read() looks for.
+template <class Read>
+void each_reading(std::string_view text, Read read) {
+  read(text);
+  if (!has_splice(text)) return;
+  for (bool lenient : {false, true}) {
+    const std::string j = joined(text, lenient);
+    read(std::string_view(j));
+  }
 }
 
-std::vector<std::string> include_names(std::string_view text, std::size_t max_name) {
-  std::vector<std::string> found;
-  name_reader(text, max_name, found).run();
-  // A line splice may be anywhere, even inside "include". Whether a backslash followed by spaces
-  // before the newline is one is the compiler's choice: the text is read both ways (a superset).
-  if (has_splice(text)) {
-    for (bool lenient : {false, true}) {
-      const std::string j = joined(text, lenient);
-      name_reader(j, max_name, found).run();
-    }
-  }
-  // Each name once, in the order first found.
+// Each name once, in the order first found.
+std::vector<std::string> unique_in_order(std::vector<std::string> found) {
   std::vector<std::string> names;
   std::set<std::string> seen;
   for (auto& n : found)
     if (seen.insert(n).second) names.push_back(std::move(n));
   return names;
+}
+
+}  // namespace
+
+void note_clock_macros(std::string_view text, const std::string& label, include_manifest& m) {
+  each_reading(text, [&](std::string_view t) { note_clock_words(t, label, m); });
+}
+
+std::vector<std::string> include_names(std::string_view text, std::size_t max_name) {
+  std::vector<std::string> found;
+  each_reading(text, [&](std::string_view t) { name_reader(t, max_name, found).run(); });
+  return unique_in_order(std::move(found));
 }
 
 include_manifest scan_includes(std::string_view source, const std::vector<std::pair<std::string, std::string>>& headers,
@@ -252,8 +259,14 @@ include_manifest scan_includes(std::string_view source, const std::vector<std::p
   while (!work.empty() && m.complete) {
     pending item = std::move(work.front());
     work.pop_front();
-    note_clock_macros(item.text, item.label, m);
-    for (const std::string& name : item.names.empty() ? include_names(item.text, limits.max_name_bytes) : item.names) {
+    // One pass over the text's readings for both its includes and the clock macros.
+    std::vector<std::string> found;
+    each_reading(item.text, [&](std::string_view t) {
+      note_clock_words(t, item.label, m);
+      if (item.names.empty()) name_reader(t, limits.max_name_bytes, found).run();
+    });
+    const std::vector<std::string> names = item.names.empty() ? unique_in_order(std::move(found)) : item.names;
+    for (const std::string& name : names) {
       if (given.count(name)) continue;  // given as contents: its text is scanned and hashed already
       std::vector<std::string> dirs;
       if (!item.dir.empty()) dirs.push_back(item.dir);

@@ -105,8 +105,8 @@ class scratch_buffer {
   bool mapped_ = false;
 };
 
-// Number of hardware threads (>= 1).
-unsigned hardware_threads();  // std::thread::hardware_concurrency (at least 1), read once per process
+// Number of hardware threads (std::thread::hardware_concurrency, >= 1), read once per process.
+unsigned hardware_threads();
 
 // getpid(): compared with the pid that initialised CUDA to recognise a fork() child.
 int process_id();
