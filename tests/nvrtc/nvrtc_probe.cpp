@@ -4,9 +4,11 @@
 //
 //   nvrtc_probe SOURCE_FILE [--include DIR] [--header NAME=FILE] [--name-expr EXPR] [--kernel QUERY]
 //               [--option OPT] [--name PROGRAM_NAME] [--cwd DIR] [--all-devices] [--no-cache] [--c-api] [--twice]
-// --twice: compiles again in the same process after the first compile (one more result line).
+// --twice: compiles again in the same process after the first compile (one more result line);
+// --then-env NAME=VALUE / --then-option OPT: set before that second compile / added to its options.
 // --c-api: through fatpack_compile (fatpack.h), printing "c_path=<id>" and "c_kernel=<ok|message>".
 // Output: "device=<n> path=<cache hit|NVRTC SASS|NVRTC PTX + JIT> target=<t> stored=<0|1> kernel=<ok|error text>"
+//         then "reason=<why>" and "compiler=<NVRTC identity>",
 //         or "error=<errc name>: <message>" and "log=<NVRTC log>"; then "threads=<n> hw=<m>" (this
 //         process's threads after the compile, and the processor count the C++ library reports: a
 //         hit must start no thread), "entry_mappings=<n>" (cache entry files mapped while the
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
   fatpack::compile_options opts;
   std::vector<std::string> kernels;
   bool all_devices = false, c_api = false, twice = false;
+  std::vector<std::string> then_env, then_options;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -84,6 +87,8 @@ int main(int argc, char** argv) {
     else if (a == "--no-cache") opts.use_cache = false;
     else if (a == "--c-api") c_api = true;
     else if (a == "--twice") twice = true;
+    else if (a == "--then-env") then_env.push_back(v), ++i;
+    else if (a == "--then-option") then_options.push_back(v), ++i;
   }
   if (c_api) {
     std::vector<const char*> incs, names, hnames, htexts;
@@ -118,7 +123,14 @@ int main(int argc, char** argv) {
   std::vector<fatpack::result<fatpack::compiled>> results;
   if (all_devices) results = fatpack::compile_for_devices(req);
   else results.push_back(fatpack::compile(req, opts));
-  if (twice) results.push_back(fatpack::compile(req, opts));
+  if (twice) {
+    for (const auto& kv : then_env) {
+      const auto eq = kv.find('=');
+      ::setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+    }
+    req.options.insert(req.options.end(), then_options.begin(), then_options.end());
+    results.push_back(fatpack::compile(req, opts));
+  }
   bool ok = true;
   for (auto& r : results) {
     if (!r) {
@@ -135,7 +147,7 @@ int main(int argc, char** argv) {
       std::cout << " kernel=" << (found ? std::string("ok") : found.error().message);
       ok = ok && found;
     }
-    std::cout << "\nreason=" << rep.reason << "\n";
+    std::cout << "\nreason=" << rep.reason << "\ncompiler=" << rep.compiler << "\n";
     if (!rep.not_cached.empty()) std::cout << "not_cached=" << rep.not_cached << "\n";
   }
   std::cout << "entry_mappings=" << entry_mappings() << "\n";

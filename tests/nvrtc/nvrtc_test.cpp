@@ -559,6 +559,34 @@ TEST_CASE("compile: a missing NVRTC is a clear error naming what to install") {
   CHECK(other.has("error=driver_symbol_missing: " + std::string(FAKECUDA_PATH) + ": entry point nvrtcGetErrorString not found"));
 }
 
+TEST_CASE("compile: once a process has loaded NVRTC, its compiles are keyed by that library, also after the file changes") {
+  // An update replaces the file at NVRTC's path while a process that loaded the old one runs; here
+  // FATPACK_LIBNVRTC moves to another file between two misses of one process. The second compile
+  // runs the loaded library, so its code must be stored under that library's identity: it was stored
+  // under the new file's, where no process running that NVRTC would ever find it, and where a
+  // process running the new one would be served the old compiler's code.
+  const std::string d = case_dir("loaded_identity");
+  write_text(d + "/k.cu", "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }\n");
+  auto env = env_for(d);
+  auto r = probe({d + "/k.cu", "--twice", "--then-env", std::string("FATPACK_LIBNVRTC=") + FAKECUDA_PATH,
+                  "--then-option", "-DSECOND=1"},
+                 env);
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  std::vector<std::string> compilers;
+  for (std::size_t p = r.out.find("compiler="); p != std::string::npos; p = r.out.find("compiler=", p + 1))
+    compilers.push_back(r.out.substr(p, r.out.find('\n', p) - p));
+  REQUIRE(compilers.size() == 2);
+  CHECK(compilers[0].find("build-id") != std::string::npos);
+  CHECK(compilers[1] == compilers[0]);
+  CHECK(r.out.find("path=NVRTC SASS target=sm_90 stored=1") != r.out.rfind("path=NVRTC SASS target=sm_90 stored=1"));
+  // A fresh process with that NVRTC finds the second program.
+  auto hit = probe({d + "/k.cu", "--option", "-DSECOND=1"}, env);
+  INFO(hit.out << hit.err);
+  CHECK(hit.has("path=cache hit target=sm_90"));
+  CHECK(hit.has("nvrtc_loaded=0"));
+}
+
 TEST_CASE("compile: two devices of different architectures compile in parallel, then both hit") {
   const std::string d = case_dir("two_devices");
   write_text(d + "/k.cu", "extern \"C\" __global__ void k(int* x) { x[threadIdx.x] = threadIdx.x; }\n");

@@ -267,7 +267,11 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   artifact a;
   compile_report& rep = a.report;
   rep.arch = arch;
-  auto where = detail::locate_nvrtc();
+  // Once this process has loaded NVRTC, its compiles all run that library, even where the file at its
+  // path has changed since (an update while the process runs): the key names the loaded library, and
+  // no search is needed. Before, the new file's identity keyed the old library's code.
+  const detail::nvrtc_lib* const in_process = detail::loaded_nvrtc();
+  auto where = in_process ? result<detail::nvrtc_location>(in_process->where) : detail::locate_nvrtc();
   if (!where) return where.error();
   rep.compiler = where->identity;
 
@@ -337,6 +341,10 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   const auto& loaded = detail::load_nvrtc();
   if (!loaded) return loaded.error();
   const detail::nvrtc_lib& lib = *loaded.value();
+  // Loaded by this compile, from a file that changed after the search above (or loaded earlier by
+  // another thread's compile that searched before this one): its code is not what the key names.
+  const bool other_compiler = lib.where.identity != where->identity;
+  rep.compiler = lib.where.identity;
   rep.nvrtc_version = std::to_string(lib.major) + "." + std::to_string(lib.minor);
   const bool sass = lib.supports(static_cast<int>(arch));
   int virt = 0;
@@ -373,7 +381,12 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   // does not name, and storing it would serve the edited program for the old contents ever after. The
   // scan again (a miss only; cheap next to NVRTC) must see what the key was made of.
   bool storable = true;
-  if (cacheable) {
+  if (cacheable && other_compiler) {
+    storable = false;
+    rep.not_cached = "NVRTC changed between its search and its load: " + lib.where.path + " is now " +
+                     lib.where.identity + ", the key was made for " + where->identity;
+    rep.cache_key.clear();
+  } else if (cacheable) {
     const detail::include_manifest after = detail::scan_includes(req.source, in.headers, dirs, {}, req.name, pre);
     if (after.text() != manifest.text()) {
       storable = false;

@@ -10,6 +10,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -276,10 +277,20 @@ std::string nvrtc_lib::identify() const {
 
 bool nvrtc_lib::supports(int arch) const { return std::find(archs.begin(), archs.end(), arch) != archs.end(); }
 
+namespace {
+std::atomic<const nvrtc_lib*> g_loaded{nullptr};  // set once, by load_nvrtc's initialisation
+}  // namespace
+
 const result<const nvrtc_lib*>& load_nvrtc() {
-  static const result<const nvrtc_lib*>* loaded = new result<const nvrtc_lib*>(do_load());
+  static const result<const nvrtc_lib*>* loaded = [] {
+    auto* r = new result<const nvrtc_lib*>(do_load());
+    if (*r) g_loaded.store(r->value(), std::memory_order_release);
+    return r;
+  }();
   return *loaded;
 }
+
+const nvrtc_lib* loaded_nvrtc() { return g_loaded.load(std::memory_order_acquire); }
 
 result<nvrtc_output> nvrtc_compile(const nvrtc_lib& lib, const nvrtc_input& in, const std::string& arch) {
   auto create = reinterpret_cast<create_fn>(lib.fns[f_create]);

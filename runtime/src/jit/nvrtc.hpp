@@ -52,6 +52,9 @@ struct nvrtc_lib {
 
 // Loads the located library once per process; the error (missing library or entry point) is kept.
 const result<const nvrtc_lib*>& load_nvrtc();
+// The library load_nvrtc() loaded; null before it has (or when it failed). Never loads. Once it is
+// loaded, every compile of this process runs it, whatever file is at its path by then.
+const nvrtc_lib* loaded_nvrtc();
 
 struct nvrtc_input {
   std::string_view source;
