@@ -159,7 +159,13 @@ class faulty_fs final : public fs {
     if (int e = f("map_read")) return e;
     return real.map_read(fd, n, a);
   }
-  int stat(const std::string& p, file_stat& st) override { return real.stat(p, st); }
+  // Runs after each successful stat (path, result): e.g. a directory root owns, as /tmp is.
+  std::function<void(const std::string&, file_stat&)> after_stat;
+  int stat(const std::string& p, file_stat& st) override {
+    const int e = real.stat(p, st);
+    if (!e && after_stat) after_stat(p, st);
+    return e;
+  }
   int mkdir(const std::string& p, std::uint32_t m) override {
     if (int e = f("mkdir")) return e;
     return real.mkdir(p, m);
@@ -269,6 +275,102 @@ TEST_CASE("a shared directory or '/' given as the cache root is refused before a
     CHECK(r.warning.find("a directory of its own") != std::string::npos);
     CHECK(exists("/v1") == had_v1);
   }
+}
+
+TEST_CASE("a refused cache directory gets advice that fits it: a shared one (/tmp) is not to be chmod-ed") {
+  // FATPACK_CACHE_PATH=/tmp ended in "chmod 700 it": wrong for a shared sticky directory (and for one
+  // this user does not own, which it cannot chmod). Those get "use a directory of its own".
+  const auto no_chmod_own_dir = [](const dir_verdict& v, const std::string& dir) {
+    CAPTURE(v.warning);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("chmod 700") == std::string::npos);
+    CHECK(v.warning.find("a directory of its own") != std::string::npos);
+    CHECK(v.warning.find("FATPACK_CACHE_PATH=" + dir + "/fatpack-cache") != std::string::npos);
+  };
+  const std::string shared = fresh("advice-shared");
+  REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+  no_chmod_own_dir(prepare_user_dir(shared, false), shared);
+  {
+    // The same directory owned by root while this user is someone else: /tmp as most users see it.
+    faulty_fs ffs;
+    ffs.fake_euid = 4242;
+    ffs.after_stat = [](const std::string&, file_stat& st) { st.uid = 0; };
+    const dir_verdict v = prepare_user_dir(shared, false);
+    CHECK(v.warning.find("owned by uid 0") != std::string::npos);
+    no_chmod_own_dir(v, shared);
+  }
+  // The real /tmp, where it is the usual shared sticky directory (nothing is made in it).
+  file_stat tmp;
+  if (posix_fs().stat("/tmp", tmp) == 0 && tmp.directory && (tmp.mode & 01002) == 01002) {
+    const bool had_v1 = exists("/tmp/v1");
+    no_chmod_own_dir(prepare_user_dir("/tmp", false), "/tmp");
+    CHECK(exists("/tmp/v1") == had_v1);
+  }
+  {
+    // Another user's private directory: not ours to chmod either.
+    const std::string theirs = fresh("advice-theirs");
+    faulty_fs ffs;
+    ffs.fake_euid = 4242;
+    const dir_verdict v = prepare_user_dir(theirs, false);
+    CAPTURE(v.warning);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("owned by uid") != std::string::npos);
+    CHECK(v.warning.find("chmod 700") == std::string::npos);
+    CHECK(v.warning.find("a directory of its own") != std::string::npos);
+  }
+  {
+    // This user's own directory, open to the group: chmod 700 is the right advice there.
+    const std::string mine = fresh("advice-mine");
+    REQUIRE(::chmod(mine.c_str(), 0770) == 0);
+    const dir_verdict v = prepare_user_dir(mine, false);
+    CAPTURE(v.warning);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("; chmod 700 it") != std::string::npos);
+  }
+  {
+    // A prebuilt layer root owns (accepted) but the group may write: only its owner can fix it, and
+    // chmod 700 would lock this user out of it.
+    const std::string layer = fresh("advice-layer");
+    REQUIRE(::chmod(layer.c_str(), 0775) == 0);
+    faulty_fs ffs;
+    ffs.fake_euid = 4242;
+    ffs.after_stat = [](const std::string&, file_stat& st) { st.uid = 0; };
+    const dir_verdict v = check_prebuilt_dir(layer);
+    CAPTURE(v.warning);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("writable by group or others") != std::string::npos);
+    CHECK(v.warning.find("chmod 700") == std::string::npos);
+    CHECK(v.warning.find("chmod go-w") != std::string::npos);
+  }
+}
+
+TEST_CASE("a cache root that is a symbolic link is named as one, not as 'not a directory'") {
+  // It read "<link> is not a directory (symbolic links are not followed)": users saw a link to a
+  // directory called not a directory.
+  const std::string dir = fresh("root-symlink");
+  const std::string real = dir + "/real", link = dir + "/link";
+  REQUIRE(::mkdir(real.c_str(), 0700) == 0);
+  REQUIRE(::symlink(real.c_str(), link.c_str()) == 0);
+  file_stat ls, rs;
+  REQUIRE(posix_fs().stat(link, ls) == 0);
+  REQUIRE(posix_fs().stat(real, rs) == 0);
+  CHECK(ls.symlink);  // lstat: the link itself
+  CHECK_FALSE(ls.directory);
+  CHECK_FALSE(rs.symlink);
+  for (const dir_verdict& v : {prepare_user_dir(link, false), check_prebuilt_dir(link)}) {
+    CAPTURE(v.warning);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find(link + " is a symbolic link: not followed") != std::string::npos);
+    CHECK(v.warning.find("give the directory it points to") != std::string::npos);
+    CHECK(v.warning.find("not a directory") == std::string::npos);
+  }
+  CHECK_FALSE(exists(real + "/v1"));
+  // A file is still "not a directory".
+  const std::string file = dir + "/file";
+  REQUIRE(std::system(("touch '" + file + "'").c_str()) == 0);
+  const dir_verdict f = prepare_user_dir(file, false);
+  CHECK(f.access == dir_access::refused);
+  CHECK(f.warning.find(file + " is not a directory") != std::string::npos);
 }
 
 TEST_CASE("sizes past 2^64 - 1 bytes are refused, never wrapped (17179869184G was 0: unbounded, or prune all)") {
@@ -472,6 +574,63 @@ TEST_CASE("entries: round trip; every header bit flip, truncation and payload da
   // Not a cubin: not cached.
   std::vector<std::uint8_t> junk(1000, 0x41);
   CHECK_FALSE(encode_entry(k, fatpack::core::byte_span(junk), 1, why, codec).has_value());
+}
+
+TEST_CASE("an entry holding another key names an NVRTC key as one, not with the JIT key's field names") {
+  // fatpack::compile's keys (compile_api.cpp cache_key_of) fill a jit_key: the code text reads
+  // "v1|nvrtc|ptx=<xxh3>:<size>|src=sm_90@0.0|cc=90|opt=source=<hash>", where ptx= is the source key
+  // text's hash and size and src= a placeholder. The message quoted that text: an NVRTC source key
+  // shown as if it were PTX.
+  const std::string hi = "0123456789abcdef", lo = "fedcba9876543210";
+  const auto nvrtc_key = [&](const char* backend, int driver) {
+    jit_key k;
+    k.backend = backend;
+    k.ptx_xxh3 = std::stoull(lo, nullptr, 16);
+    k.ptx_size = 532;
+    k.ptx_target = fatpack::core::target{fatpack::core::entry_kind::sass, 90, fatpack::core::arch_variant::plain};
+    k.target_arch = 90;
+    k.options = "source=" + hi + lo;
+    k.driver_version = driver;
+    return k;
+  };
+  const full_key want = make_full_key(key_for(0x5a));
+  const expected_key asked{&want.code, nullptr, 90};
+  const auto problem_of = [&](const full_key& stored) {
+    std::string why, drv, problem;
+    auto enc = encode_entry(stored, fatpack::core::byte_span(cubin90()), 1, why);
+    REQUIRE_MESSAGE(enc.has_value(), why);
+    entry_header h;
+    CHECK_FALSE(decode_entry(fatpack::core::byte_span(*enc), asked, h, drv, problem).has_value());
+    return problem;
+  };
+  const std::string source = problem_of(make_full_key(nvrtc_key("nvrtc", 0)));
+  CHECK(source == "entry holds another key (NVRTC source key " + hi + lo + ", sm_90)");
+  const std::string jit = problem_of(make_full_key(nvrtc_key("nvrtc-jit", 13000)));
+  CHECK(jit == "entry holds another key (NVRTC PTX-path JIT key " + hi + lo + ", sm_90)");
+  // A PTX JIT key is quoted as it is: its field names are its own.
+  const std::string ptx = problem_of(make_full_key(key_for(0x5b)));
+  CHECK(ptx.find("entry holds another key (v1|culink|ptx=") == 0);
+  // Anything else that starts like an NVRTC key is quoted, not described.
+  full_key odd = make_full_key(nvrtc_key("nvrtc", 0));
+  odd.code = code_key_of_text(odd.code.text + "|extra");
+  CHECK(problem_of(odd).find("entry holds another key (v1|nvrtc|ptx=") == 0);
+  // `fatpack cache verify`: an NVRTC entry under another entry's name.
+  const std::string root = fresh("another-key-nvrtc");
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  const full_key src = make_full_key(nvrtc_key("nvrtc", 0));
+  std::string why;
+  REQUIRE(d->write(src, fatpack::core::byte_span(cubin90()), why) == 0);
+  REQUIRE(std::system(("mkdir -p '" + d->fanout_dir(want.code.hash) + "' && cp '" + d->entry_path(src) + "' '" +
+                       d->entry_path(want) + "'").c_str()) == 0);
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  bool seen = false;
+  for (const auto& p : (*a)->verify(false)) {
+    if (p.file != d->entry_path(want)) continue;
+    seen = true;
+    CHECK(p.problem == "entry holds another key than its file name says (NVRTC source key " + hi + lo + ", sm_90)");
+  }
+  CHECK(seen);
 }
 
 TEST_CASE("entries: a stored entry whose header and texts were re-checksummed to lie is still refused") {
@@ -2188,7 +2347,7 @@ TEST_CASE("a prebuilt layer's objects/<ab> directories are checked: symlinked or
   REQUIRE(std::system(("mv '" + fan + "' '" + elsewhere + "/ab' && ln -s '" + elsewhere + "/ab' '" + fan + "'").c_str()) == 0);
   v = check_prebuilt_dir(root);
   CHECK(v.access == dir_access::refused);
-  CHECK(v.warning.find("symbolic links are not followed") != std::string::npos);
+  CHECK(v.warning.find(fan + " is a symbolic link: not followed") != std::string::npos);
   auto c = disk_cache::create(cfg_for(fresh("prebuilt-fans-user")));
   CHECK_FALSE(c->add_prebuilt(root).ok());
 }

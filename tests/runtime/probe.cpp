@@ -11,7 +11,7 @@
 // Output, one line per result (parsed by the tests):
 //   devices count=2
 //   device 0 cc=9.0 name=... max_ptx_isa=9.0 driver=13000
-//   load vadd device=0 ok entry=4 target=sm_90 jit=0 reused=0
+//   load vadd device=0 ok entry=4 target=sm_90 jit=0 reused=0 jit_ms=0.000 from_cache=0
 //   load vadd error=no_driver cuda=0 message=...
 //   load-library vadd ok entry=4 target=sm_90 jit=0          (load_library; error=... as for load)
 //   trace| <load_report::trace() lines>
@@ -328,8 +328,8 @@ int main(int argc, char** argv) {
         continue;
       }
       const auto& r = m->report();
-      std::printf("load %s device=%d ok entry=%zu target=%s jit=%d reused=%d jit_ms=%.3f\n", module.c_str(), r.device,
-                  r.entry, r.target.c_str(), r.jit ? 1 : 0, r.jit_reused ? 1 : 0, r.jit_ms);
+      std::printf("load %s device=%d ok entry=%zu target=%s jit=%d reused=%d jit_ms=%.3f from_cache=%d\n", module.c_str(),
+                  r.device, r.entry, r.target.c_str(), r.jit ? 1 : 0, r.jit_reused ? 1 : 0, r.jit_ms, r.jit_from_cache ? 1 : 0);
       print_trace(r.trace());
       keep.push_back(std::move(m.value()));
     } else {

@@ -205,6 +205,32 @@ TEST_CASE("JIT counting across processes, and one JIT for two devices of one CC"
   CHECK(count_lines(log3) == 2);
 }
 
+TEST_CASE("the trace tells SASS reused from the JIT cache from SASS reused from this process's own compile") {
+  // Both read "(JIT from PTX, SASS reused)": a user could not tell whether the disk cache answered.
+  const std::string cache = temp_dir() + "/proc-from-cache";
+  REQUIRE(std::system(("rm -rf '" + cache + "'").c_str()) == 0);
+  const env_map env = fake({{"FAKECUDA_DEVICES", "90,90"}, {"FATPACK_CACHE_PATH", cache}, {"FATPACK_LOG", "info"}});
+  const std::vector<std::string> two_loads{"--package", ptx_package(), "--device", "0", "load", "vadd",
+                                           "--device",  "1",           "load",     "vadd", "cache-wait"};
+  // First process: device 0 compiles (and stores), device 1 reuses that compile.
+  auto first = probe(two_loads, env);
+  CHECK(first.status == 0);
+  CHECK(first.err_has("loaded entry 0 compute_80 (PTX ISA 9.0) (JIT from PTX): "));
+  CHECK(first.err_has("loaded entry 0 compute_80 (PTX ISA 9.0) (JIT from PTX, SASS reused): "));
+  CHECK_FALSE(first.err_has("SASS reused from the JIT cache"));
+  CHECK(first.has("load vadd device=0 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=0 "));
+  CHECK(first.has("load vadd device=1 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=1 "));
+  CHECK_FALSE(first.has("from_cache=1"));  // load_report::jit_from_cache
+  // Second process: device 0's SASS comes from the cache.
+  auto second = probe(two_loads, env);
+  CHECK(second.status == 0);
+  CHECK(second.err_has("loaded entry 0 compute_80 (PTX ISA 9.0) (JIT from PTX, SASS reused from the JIT cache): "));
+  CHECK_FALSE(second.err_has("(JIT from PTX): "));
+  const auto at = second.out.find("load vadd device=0 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=1 ");
+  REQUIRE(at != std::string::npos);
+  CHECK(second.out.substr(at, second.out.find('\n', at) - at).find(" from_cache=1") != std::string::npos);
+}
+
 TEST_CASE("nvJitLink back end links a link group of real relocatable PTX (separate compilation)") {
   if (access(NVJITLINK_PATH, R_OK) != 0) {
     MESSAGE("skipped: no " << NVJITLINK_PATH);

@@ -159,6 +159,7 @@ TEST_CASE("PTX path: JIT through cuLink once, kernels from the fake cubin, reuse
     auto m = load("jit_vadd", 0);
     CHECK(m.report().jit);
     CHECK_FALSE(m.report().jit_reused);
+    CHECK_FALSE(m.report().jit_from_cache);
     CHECK(m.report().target.rfind("compute_80", 0) == 0);
     CHECK(jit_count() == n0 + 1);
     CHECK(m.function("vadd").has_value());
@@ -174,6 +175,8 @@ TEST_CASE("PTX path: JIT through cuLink once, kernels from the fake cubin, reuse
   auto m3 = load("jit_vadd", 0);
   CHECK(m3.report().jit);
   CHECK(m3.report().jit_reused);  // the SASS from the first JIT, no new compile
+  CHECK_FALSE(m3.report().jit_from_cache);  // that JIT ran in this process (and there is no disk cache)
+  CHECK(m3.report().trace().find("(JIT from PTX, SASS reused): ") != std::string::npos);
   CHECK(jit_count() == n0 + 1);
   // Device 1 (CC 8.6) cannot run sm_75 either: its own JIT for its own CC.
   auto m4 = load("jit_vadd", 1);

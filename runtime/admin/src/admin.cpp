@@ -164,7 +164,7 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   dk.text = dt;
   dk.hash = XXH3_64bits(dt.data(), dt.size());
   if (ck.hash != slot.code || dk.hash != slot.driver)
-    return "entry holds another key than its file name says (" + ct + ")";
+    return "entry holds another key than its file name says (" + describe_code_text(ct) + ")";
   expected_key want{&ck, &dk, target_arch_of(ct)};
   sass_bytes cubin;
   std::string drv;

@@ -132,6 +132,9 @@ struct attempt_info {
   std::string target;        // "sm_90", "compute_80 (PTX ISA 9.0)"
   bool jit = false;          // this try went through PTX -> SASS
   bool jit_reused = false;   // the SASS came from an earlier JIT in this process (or the cache)
+  // Reused SASS that the JIT cache gave this process (the per-user cache, a prebuilt layer, the fleet
+  // cache), for this load or an earlier one it shares; false for one compiled in this process.
+  bool jit_from_cache = false;
   std::string jit_path;      // "culink", "nvjitlink 13.0", "nvjitlink 13.0 (LTO)" for LTO-IR (JIT tries only)
   bool ok = false;
   int cuda_status = 0;       // the CUresult of the failing call
@@ -166,6 +169,7 @@ struct load_report {
   std::string reason;                      // why it was chosen
   bool jit = false;                        // it went through the JIT
   bool jit_reused = false;
+  bool jit_from_cache = false;             // as attempt_info::jit_from_cache: the reused SASS is the JIT cache's
   std::string jit_path;                    // "culink", "nvjitlink 13.0", "nvjitlink 13.0 (LTO)"
   // Background upgrade (set_background_upgrade): "" when it did not apply; else what it did, e.g.
   // "queued: compute_80 JIT for CC 8.6 in the background (sm_80 SASS runs now); used from the next

@@ -62,8 +62,11 @@ std::string load_report::trace() const {
   if (loaded) {
     // An LTO-IR group's target starts with lto_ (describe_target): linked by nvJitLink, not from PTX.
     const std::string from = target.rfind("lto_", 0) == 0 ? "LTO-IR" : "PTX";
+    // ", SASS reused" stays the prefix (scripts match it); where the SASS came from follows, so a
+    // JIT cache hit reads apart from a compile earlier in this process.
+    const std::string reused = std::string(", SASS reused") + (jit_from_cache ? " from the JIT cache" : "");
     s += "  loaded entry " + std::to_string(entry) + " " + target +
-         (jit ? (jit_reused ? " (JIT from " + from + ", SASS reused)" : " (JIT from " + from + ")") : std::string(" (SASS)")) +
+         (jit ? (jit_reused ? " (JIT from " + from + reused + ")" : " (JIT from " + from + ")") : std::string(" (SASS)")) +
          ": " + reason + " " + phases;
   } else if (attempts.empty() && !candidates.empty() && candidates.front().verdict != verdict::rejected) {
     s += "  planned entry " + std::to_string(candidates.front().entry) + " " + candidates.front().target + ": " +

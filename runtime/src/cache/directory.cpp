@@ -17,18 +17,59 @@ std::string octal(std::uint32_t mode) {
   return buf;
 }
 
+// Which directory check_private looks at; the advice differs. A root is the directory the user named
+// (FATPACK_CACHE_PATH or the default; a prebuilt layer's path); v1/, objects/ and objects/<ab> are
+// inside one, directories fatpack makes.
+enum class place { cache_root, in_cache, layer_root, in_layer };
+
+// What to do about a directory refused for its owner or mode. "chmod 700 it" only fits a directory
+// this user owns: one another user owns (root's /tmp) is not this user's to chmod, and a shared one,
+// sticky and writable by others (/tmp, /var/tmp, /dev/shm, even as root), must stay as it is: a
+// cache wants a directory of its own in it.
+std::string advice(const std::string& dir, const file_stat& st, std::uint32_t me, place where) {
+  const bool shared = (st.mode & 01000) && (st.mode & 022);
+  switch (where) {
+    case place::cache_root:
+      if (shared) {
+        std::string base = dir;
+        while (base.size() > 1 && base.back() == '/') base.pop_back();
+        return "; it is a shared directory (sticky bit), not one to chmod: use a directory of its own in it, e.g. "
+               "FATPACK_CACHE_PATH=" + base + "/fatpack-cache";
+      }
+      [[fallthrough]];
+    case place::in_cache:
+      return st.uid != me ? "; use a directory of its own that this user owns (FATPACK_CACHE_PATH)" : "; chmod 700 it";
+    case place::layer_root:
+      if (shared) return "; it is a shared directory (sticky bit), not one to chmod: give the layer a directory of its own";
+      [[fallthrough]];
+    case place::in_layer:
+      // A layer may be root's (allowed): then only root can take the write bits away, and 700 would
+      // lock this user out of it.
+      if (st.uid == me) return "; chmod 700 it";
+      return st.uid == 0 ? "; only its owner (root) can fix that: chmod go-w it" : "";
+  }
+  return {};
+}
+
 // Ownership and mode rules for one directory; an empty string when it is acceptable.
-std::string check_private(fs& f, const std::string& dir, bool allow_root_owner) {
+std::string check_private(fs& f, const std::string& dir, place where) {
+  const bool layer = where == place::layer_root || where == place::in_layer;
+  const bool root = where == place::cache_root || where == place::layer_root;
   file_stat st;
   if (int e = f.stat(dir, st)) return dir + ": " + errno_text(e);
-  if (!st.directory) return dir + " is not a directory (symbolic links are not followed)";
+  // Said as it is: "not a directory" read wrong to users whose link points to one. A root the user
+  // named has a way out (the target); a link inside a tree is a planted one.
+  if (st.symlink)
+    return dir + " is a symbolic link: not followed (anyone who can change the link could redirect the cache)" +
+           (root ? "; give the directory it points to" : "");
+  if (!st.directory) return dir + " is not a directory";
   const std::uint32_t me = f.euid();
-  if (st.uid != me && !(allow_root_owner && st.uid == 0))
+  if (st.uid != me && !(layer && st.uid == 0))
     return dir + " is owned by uid " + std::to_string(st.uid) + ", not by this user (uid " + std::to_string(me) +
-           "): refusing to use it (whoever owns it could plant GPU code)";
+           "): refusing to use it (whoever owns it could plant GPU code)" + advice(dir, st, me, where);
   if (st.mode & 022)
     return dir + " is writable by group or others (mode " + octal(st.mode) +
-           "): refusing to use it (anyone who can write it could plant GPU code); chmod 700 it";
+           "): refusing to use it (anyone who can write it could plant GPU code)" + advice(dir, st, me, where);
   return {};
 }
 
@@ -69,7 +110,7 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
       v.warning = "cannot create the cache directory " + root + ": " + errno_text(e) + "; the JIT cache is memory-only";
       return v;
     }
-    if (std::string bad = check_private(f, root, false); !bad.empty()) {
+    if (std::string bad = check_private(f, root, place::cache_root); !bad.empty()) {
       v.warning = bad + "; the JIT cache is memory-only";
       return v;
     }
@@ -79,7 +120,7 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
     }
   }
   for (const std::string& d : {root, fmt}) {
-    std::string bad = check_private(f, d, false);
+    std::string bad = check_private(f, d, d == root ? place::cache_root : place::in_cache);
     if (!bad.empty()) {
       v.warning = bad + "; the JIT cache is memory-only";
       return v;
@@ -140,7 +181,7 @@ dir_verdict check_prebuilt_dir(const std::string& root) {
     for (const auto& n : fans) dirs.push_back(objects + "/" + n);
   }
   for (const std::string& d : dirs) {
-    std::string bad = check_private(f, d, true);
+    std::string bad = check_private(f, d, d == root ? place::layer_root : place::in_layer);
     if (!bad.empty()) {
       v.warning = "prebuilt cache: " + bad;
       return v;

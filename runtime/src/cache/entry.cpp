@@ -190,7 +190,7 @@ std::optional<std::string> check_front(core::byte_span front, std::uint64_t file
   // Both the hash and the full text must match: a file renamed to another key's name, or a hash
   // collision, is never served.
   if (want.code && (h.code_hash != want.code->hash || code_text != want.code->text))
-    return "entry holds another key (" + quoted_excerpt(code_text, 160) + ")";  // a planted text: up to 64 KiB
+    return "entry holds another key (" + describe_code_text(code_text, 160) + ")";  // a planted text: up to 64 KiB
   if (want.driver && (h.driver_hash != want.driver->hash || driver_text != want.driver->text))
     return "entry is for driver " + quoted_excerpt(driver_text, 160) + ", not " + want.driver->text;  // planted: up to 4 KiB
   if (!want.driver && XXH3_64bits(driver_text.data(), driver_text.size()) != h.driver_hash)

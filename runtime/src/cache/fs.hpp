@@ -23,6 +23,7 @@ namespace fatpack::detail::cache {
 struct file_stat {
   bool regular = false;
   bool directory = false;
+  bool symlink = false;    // stat (lstat) only: a descriptor opened through the seam is never one
   std::uint32_t mode = 0;  // permission bits (07777)
   std::uint32_t uid = 0;
   std::uint64_t size = 0;
@@ -61,7 +62,7 @@ class fs {
   // Released with unmap_file, which goes to the OS directly: a mapping may outlive the seam that
   // made it (the JIT service keeps a hit's SASS for the process).
   virtual int map_read(int fd, std::uint64_t size, const void*& addr) = 0;
-  // lstat (a symlink is neither regular nor a directory).
+  // lstat (a symlink is neither regular nor a directory: `symlink` says it is one).
   virtual int stat(const std::string& path, file_stat& st) = 0;
   virtual int mkdir(const std::string& path, std::uint32_t mode) = 0;  // EEXIST when it exists
   virtual int chmod(const std::string& path, std::uint32_t mode) = 0;

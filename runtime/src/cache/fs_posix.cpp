@@ -23,6 +23,7 @@ namespace {
 void fill(const struct stat& s, file_stat& st) {
   st.regular = S_ISREG(s.st_mode);
   st.directory = S_ISDIR(s.st_mode);
+  st.symlink = S_ISLNK(s.st_mode);
   st.mode = s.st_mode & 07777;
   st.uid = s.st_uid;
   st.size = static_cast<std::uint64_t>(s.st_size);

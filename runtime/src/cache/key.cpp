@@ -2,6 +2,7 @@
 #include "cache/key.hpp"
 
 #include "cache/fs.hpp"
+#include "platform/log.hpp"
 #include "platform/os.hpp"
 
 #include <xxhash.h>
@@ -56,6 +57,33 @@ code_key code_key_of_text(std::string text) {
     c.hash[static_cast<std::size_t>(8 + i)] = static_cast<std::uint8_t>(h.low64 >> (56 - 8 * i));
   }
   return c;
+}
+
+std::string describe_code_text(std::string_view text, std::size_t limit) {
+  const std::string_view opt = "|opt=source=";
+  const auto at = text.rfind(opt);
+  const auto cc = at == std::string_view::npos ? at : text.rfind("|cc=", at);
+  const auto colon = text.find(':');
+  if (at != std::string_view::npos && cc != std::string_view::npos && colon != std::string_view::npos) {
+    const std::string_view hash = text.substr(at + opt.size()), arch = text.substr(cc + 4, at - cc - 4);
+    const std::string_view size = text.substr(colon + 1, text.find('|', colon) - colon - 1);
+    const bool hex = hash.size() == 32 && hash.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+    const bool digits = !arch.empty() && arch.size() <= 4 && arch.find_first_not_of("0123456789") == std::string_view::npos &&
+                        !size.empty() && size.size() <= 20 && size.find_first_not_of("0123456789") == std::string_view::npos;
+    if (hex && digits) {
+      for (const auto& [backend, kind] : {std::pair<const char*, const char*>{"nvrtc", "NVRTC source key"},
+                                          {"nvrtc-jit", "NVRTC PTX-path JIT key"}}) {
+        // The whole text as cache_key_of makes it (ptx=: the key's low 64 bits; src=: sm_<cc>, PTX ISA
+        // 0.0), or it is not one of its keys and is quoted.
+        const std::string made = "v" + std::to_string(format_major) + "|" + backend + "|ptx=" +
+                                 std::string(hash.substr(16)) + ":" + std::string(size) + "|src=sm_" +
+                                 std::string(arch) + "@0.0|cc=" + std::string(arch) + std::string(opt) +
+                                 std::string(hash);
+        if (text == made) return std::string(kind) + " " + std::string(hash) + ", sm_" + std::string(arch);
+      }
+    }
+  }
+  return quoted_excerpt(text, limit);
 }
 
 driver_id make_driver_id(int driver_version, const std::string& build) {

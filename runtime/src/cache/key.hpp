@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace fatpack::detail::cache {
 
@@ -44,6 +45,14 @@ struct full_key {
 code_key make_code_key(const jit_key& k);
 // The code key of a canonical text (as stored in an entry).
 code_key code_key_of_text(std::string text);
+// A stored code key text as a message shows it ("entry holds another key (...)"). fatpack::compile's
+// keys (compile_api.cpp cache_key_of) put other things in the JIT key's fields (ptx=: the hash and
+// size of the source key's own text; src=: a placeholder; opt=source=: the key's XXH3-128): quoted,
+// they read as a PTX key. Such a text, exactly as that function makes it, is named by its kind, its
+// hash (compile_report::cache_key) and target: "NVRTC source key <32 hex>, sm_90", or "NVRTC
+// PTX-path JIT key ..." for the PTX path's key. Any other text is quoted: printable, at most `limit`
+// bytes (a planted one may be 64 KiB).
+std::string describe_code_text(std::string_view text, std::size_t limit = 160);
 // The driver identity for a cuDriverGetVersion value: adds this machine's driver build string
 // (read once per process).
 driver_id make_driver_id(int driver_version);

@@ -346,6 +346,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
       // The attempt's JIT fields from a result (`waited`: how long compile() took here).
       auto take_jit = [&](const jit_result& r, double waited_ms) {
         a.jit_reused = r.reused;
+        a.jit_from_cache = r.from_cache;
         a.jit_path = r.path;
         a.jit_ms = r.reused ? waited_ms : r.jit_ms;
         a.log = r.info_log;
@@ -384,6 +385,7 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
     rep.reason = c.reason;
     rep.jit = a.jit;
     rep.jit_reused = a.jit_reused;
+    rep.jit_from_cache = a.jit_from_cache;
     rep.jit_path = a.jit_path;
     st->kernels.assign(e.kernels.begin(), e.kernels.end());
     for (std::uint16_t part = 1; part < e.link_parts; ++part) {  // a link group's kernels are all its parts'

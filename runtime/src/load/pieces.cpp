@@ -399,7 +399,8 @@ result<CUmodule> load_piece(piece_set& set, std::uint32_t i, CUcontext ctx) {
   slot.reused = jr->reused;
   slot.jit_ms = jr->reused ? waited : jr->jit_ms;
   slot.path = jr->path;
-  log_line(log_level::debug, "loaded " + req.module + ": " + (slot.reused ? "SASS reused" : "JIT") + " " +
+  log_line(log_level::debug, "loaded " + req.module + ": " +
+                                 (!slot.reused ? "JIT" : jr->from_cache ? "SASS reused from the JIT cache" : "SASS reused") + " " +
                                  std::to_string(slot.jit_ms) + " ms via " + slot.path + ", load " +
                                  std::to_string(slot.load_ms) + " ms");
   return mod;
