@@ -267,13 +267,26 @@ TEST_CASE("processes: a later process reads only the pieces it uses; exiting whi
   const std::size_t compiled = lines();
   CHECK(compiled >= 2);  // the probe's piece and alone's
   CHECK(compiled < std::size_t(pieces_of_varied));
+  // 1b. Exit while the pool compiles, in a process whose own pieces were all cache hits (the probe's
+  // and alone's, cached by 1): nothing was compiled on the loading thread, so only enqueue() can
+  // have registered the exit flush. The 2 running compiles must finish (and be published) before
+  // the process tears down; without the flush exit() destroys the driver's statics under them
+  // (fatpack_hit_bench's rare SIGSEGV in cuLinkAddData).
+  auto hits = run_child(with({"--threads", "2", "load", "varied", "kernel", "_Z5alonePi", "sleep", "100"}),
+                        env({{"FATPACK_JIT_PIECES", "background"}, {"FAKECUDA_JIT_DELAY_MS", "300"}}));
+  INFO(hits.out << hits.err);
+  CHECK(hits.status == 0);
+  CHECK(hits.has("kernel _Z5alonePi ok"));
+  const std::size_t after_hits = lines();
+  CHECK(after_hits >= compiled + 2);  // the two running on the pool at exit were finished
+  CHECK(after_hits < std::size_t(pieces_of_varied));  // the queued ones were dropped
   // 2. On demand, with the cache: a process asking for two kernels whose pieces are cached reads
   // them and compiles nothing.
   auto second = run_child(with({"load", "varied", "kernel", "_Z5alonePi", "cache-stats"}),
                           env({{"FATPACK_JIT_PIECES", "on_demand"}}));
   INFO(second.out << second.err);
   CHECK(second.status == 0);
-  CHECK(lines() == compiled);
+  CHECK(lines() == after_hits);
   CHECK(second.has(" jits=0 "));
   // 3. Background with the cache: every piece ends up cached; a later process compiles nothing.
   auto third = run_child(with({"load", "varied", "cache-wait"}), env({{"FATPACK_JIT_PIECES", "background"}}));

@@ -398,12 +398,17 @@ void jit_service::background(std::function<void()> job, bool store_queue) {
   }
 }
 
-void jit_service::at_exit_flush() {
-  static std::once_flag at_exit;
-  std::call_once(at_exit, [] {
-    // Registered after the driver was loaded and used, so this runs before the driver's (and the
-    // other libraries') static destructors: no pool thread may be inside them then.
+void jit_service::at_exit_flush(bool after_jit) {
+  // Two registrations, one body (it runs once, in whichever handler exit() calls first). The early
+  // one (enqueue: queued pieces, warm-ups) exists before the pool can be inside the driver, so a
+  // process that exits having compiled nothing itself (its own pieces were cache hits) still waits
+  // for the compiles running on the pool. The late one (after a compile) is registered after what
+  // the driver or nvJitLink registers lazily at a first JIT, so it runs before their teardown.
+  static std::once_flag early, late;
+  std::call_once(after_jit ? late : early, [] {
     std::atexit([] {
+      static std::atomic<bool> ran{false};
+      if (ran.exchange(true)) return;
       // In a fork() child flush_at_exit returns at once for the parent's work (parents_work) and
       // waits for the child's own.
       if (!instance().flush_at_exit(exit_flush_ms))
@@ -426,7 +431,7 @@ bool jit_service::flush_at_exit(long timeout_ms) {
 
 void jit_service::publish(std::shared_ptr<sass_cache> cache, const jit_key& key,
                           std::shared_ptr<const sass_bytes> sass, std::unique_ptr<compile_guard> guard) {
-  at_exit_flush();
+  at_exit_flush(true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     adopt_counts_locked();
@@ -604,7 +609,7 @@ bool jit_service::upgrade(const jit_request& req) {
 
 void jit_service::compile_in_background(const jit_request& req, const jit_key& key, const nvjitlink_lib* nvj,
                                         bool is_upgrade) {
-  at_exit_flush();
+  at_exit_flush(true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     adopt_counts_locked();
@@ -717,10 +722,12 @@ result<std::shared_ptr<jit_task>> jit_service::enqueue(const jit_request& req) {
     if (created) {
       // A pool that cannot take the job leaves it queued: wait() takes it over.
       bool counted = false;
-      // No at_exit_flush() here: the exit handler must be registered after the driver's own (which
-      // it may register lazily, at its first JIT), so that ours runs first; publish() registers it
-      // after each compile, and a load's first piece is compiled before the load returns.
+      // The exit flush, registered now: a load whose own pieces are cache hits compiles nothing
+      // before it returns, and the program may exit while the pool compiles the others (a pool
+      // thread inside cuLink while exit() destroys the driver's statics). publish() registers it
+      // again after a compile, after what the driver may register lazily at its first JIT.
       try {
+        at_exit_flush(false);
         {
           std::lock_guard<std::mutex> lock(mu_);
           adopt_counts_locked();

@@ -170,8 +170,10 @@ class jit_service {
   // resets them when it queues its own, and never waits for the parent's (parents_work()).
   void adopt_counts_locked();
   bool parents_work() const;
-  // Registers (once) the exit handler that calls flush_at_exit(10 s).
-  static void at_exit_flush();
+  // Registers (once per kind) the exit handler that calls flush_at_exit(10 s): early (enqueue,
+  // before the pool may enter the driver) and after a compile (after the driver's lazy
+  // registrations); the handler's body runs once.
+  static void at_exit_flush(bool after_jit);
   // Waits for the pending stores, the running re-JITs and the running enqueue()d compiles; queued
   // ones are dropped from then on.
   bool flush_at_exit(long timeout_ms);
