@@ -34,7 +34,7 @@
 //                                      madvise / the mapping locked, then loaded
 //   read-heap / read-anon-4k / read-anon-4k-populated   the file read after the context into malloc
 //                                      memory / fresh anonymous 4 KiB pages (open and read timed)
-// BENCH_PREP, BENCH_SLEEP_MS, BENCH_SPIN_MS and BENCH_HEAPWARM vary these, BENCH_FAULTS=1 prints each
+// BENCH_PREP, BENCH_SLEEP_MS, BENCH_SPIN_MS, BENCH_HEAPWARM and BENCH_HEAPPRIME vary these, BENCH_FAULTS=1 prints each
 // timed load's minor page faults on stderr (see where they are read).
 #include "fatpack/compile.hpp"
 
@@ -258,6 +258,36 @@ int child(const std::string& what, const std::string& source_path, const std::st
       }
     }
     if (std::getenv("BENCH_FAULTS")) std::fprintf(stderr, "HEAPWARM %.3f ms %ld faults\n", now_ms() - t0, minor_faults() - f0);
+  }
+  // BENCH_HEAPPRIME=1: one 2 MiB-aligned huge page of heap made present after the context, the heap
+  // below it held (allocated, never touched), so that the driver's allocations land in the huge page:
+  // one fault instead of ~400 (docs/benchmarks.md). glibc: a 4 MiB block mapped and freed untouched
+  // raises the mapping threshold; the next 4 MiB block comes from the heap.
+  if (std::getenv("BENCH_HEAPPRIME")) {
+    const double t0 = now_ms();
+    const long f0 = minor_faults();
+    const std::size_t n = std::size_t(4) << 20, huge = std::size_t(2) << 20;
+    static void* volatile sink = nullptr;
+    sink = std::malloc(n);
+    std::free(sink);
+    void* w = std::malloc(n);
+    const std::uintptr_t wa = reinterpret_cast<std::uintptr_t>(w);
+    const std::uintptr_t a = (wa + huge - 1) & ~std::uintptr_t(huge - 1);
+    std::free(w);
+    static void* held = nullptr;  // never touched, never freed: keeps the heap below the huge page used
+    if (a - wa > 64) held = std::malloc(a - wa - 32);
+    const double t1 = now_ms();
+    (void)::madvise(reinterpret_cast<void*>(a), huge, 14 /* MADV_HUGEPAGE */);
+    const int rc = ::madvise(reinterpret_cast<void*>(a), huge, 23 /* MADV_POPULATE_WRITE */);
+    const double t2 = now_ms();
+    // Where the next allocation from the top lands (after the populate: a 4 KiB page written in the
+    // range first would keep the huge page out).
+    void* probe = std::malloc(64 << 10);
+    const std::uintptr_t pa = reinterpret_cast<std::uintptr_t>(probe);
+    std::free(probe);
+    if (std::getenv("BENCH_FAULTS"))
+      std::fprintf(stderr, "HEAPPRIME %.3f ms (populate %.3f) %ld faults rc %d next %+ld from the huge page, held %zu\n",
+                   t2 - t0, t2 - t1, minor_faults() - f0, rc, long(pa) - long(a), held ? size_t(a - wa - 32) : size_t(0));
   }
   if (what == "cubin-early" || what == "cubin-early-module") {
     const void* image = prepared(static_cast<void*>(early.data()), early.size());
