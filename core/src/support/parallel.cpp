@@ -4,6 +4,8 @@
 // 256 KiB LZ4 block takes to decode, so threads started per call ate most of the gain on a 1 MB cubin.
 #include "fatpack/core/thread_pool.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -124,7 +126,22 @@ unsigned thread_pool::idle_workers() {
   return idle_ > queue_.size() ? unsigned(idle_ - queue_.size()) : 0u;
 }
 
+void keep_code_loaded() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    link_map* self = nullptr;
+    if (!::dladdr1(reinterpret_cast<void*>(&keep_code_loaded), &info, reinterpret_cast<void**>(&self),
+                   RTLD_DL_LINKMAP) ||
+        !self || !self->l_name || !*self->l_name)
+      return;  // the program (its link map has no name): never unloaded
+    // The loader's own name for this object finds exactly it; the reference is never dropped.
+    (void)::dlopen(self->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  });
+}
+
 void thread_pool::enqueue(std::function<void()> task) {
+  keep_code_loaded();  // before a worker can run this code; outside mu_ (the loader's lock)
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(std::move(task));
   // The caller starts at most one worker, and none while another is starting: each new worker starts

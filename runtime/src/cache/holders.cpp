@@ -4,6 +4,7 @@
 #include "cache/fs.hpp"
 
 #include "fatpack/core/le_bytes.hpp"
+#include "fatpack/core/thread_pool.hpp"
 
 #include <xxhash.h>
 
@@ -252,6 +253,7 @@ std::unique_ptr<holder_record> holder_record::publish(const std::string& lock_fi
   e->due = steady::now() + beat_every;
   std::unique_ptr<holder_record> rec(new holder_record());
   rec->reg_ = r;
+  core::keep_code_loaded();  // the ticker runs this code (before r->mu: it takes the loader's lock)
   std::lock_guard<std::mutex> g(r->mu);
   r->held.push_back(e.get());
   rec->e_ = std::move(e);

@@ -7,6 +7,8 @@
 #include "platform/log.hpp"
 #include "remote/signature.hpp"
 
+#include "fatpack/core/thread_pool.hpp"
+
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -375,6 +377,7 @@ std::vector<std::weak_ptr<void>>& queues() {
 
 void remote_cache::enqueue(std::function<void()> task, std::size_t bytes) {
   const int me = static_cast<int>(::getpid());
+  core::keep_code_loaded();  // the queue's thread runs this code (before q_->mu: the loader's lock)
   std::unique_lock<std::mutex> g(q_->mu);
   if (q_->pid != me) {
     // First use, or a fork() child: the parent's thread is not here; the queue starts empty.

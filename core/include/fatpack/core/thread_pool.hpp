@@ -11,6 +11,8 @@
 //     never run there (their futures in the child never become ready).
 //   - parallel_for: the caller works too and takes every item no worker has claimed, so it always
 //     makes progress, also when no thread can be started.
+//   - A copy of this code in a shared library (a plugin that links the static runtime) keeps that
+//     library loaded from its first queued task on (keep_code_loaded): its workers live until exit.
 #pragma once
 
 #include <condition_variable>
@@ -64,5 +66,13 @@ class thread_pool {
 
 // thread_pool::shared().parallel_for(n, threads, fn).
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& fn);
+
+// Called before this copy of the code starts a thread that runs it (a pool's first task, the
+// runtime's detached threads): when the code is in a shared library, that library stays loaded for
+// the life of the process (dlopen RTLD_NOLOAD | RTLD_NODELETE, once). A dlclose() would otherwise
+// unmap it under those threads: one running a task, returning from one, or parked in its pool's
+// wait and woken later crashes (SIGSEGV). Nothing for the program itself. Takes the loader's lock
+// the first time: call it holding no lock that code run under the loader's lock may take.
+void keep_code_loaded();
 
 }  // namespace fatpack::core
