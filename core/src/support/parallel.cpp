@@ -127,17 +127,20 @@ unsigned thread_pool::idle_workers() {
 }
 
 void keep_code_loaded() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    Dl_info info{};
-    link_map* self = nullptr;
-    if (!::dladdr1(reinterpret_cast<void*>(&keep_code_loaded), &info, reinterpret_cast<void**>(&self),
-                   RTLD_DL_LINKMAP) ||
-        !self || !self->l_name || !*self->l_name)
-      return;  // the program (its link map has no name): never unloaded
-    // The loader's own name for this object finds exactly it; the reference is never dropped.
+  // A flag, not std::call_once: a call_once would be a lock of its own around the loader's lock, and a
+  // library constructor (run under the loader's lock) that reached this code on another thread would
+  // wait on it forever. Callers that race each do the work below; doing it twice is harmless.
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_acquire)) return;
+  Dl_info info{};
+  link_map* self = nullptr;
+  if (::dladdr1(reinterpret_cast<void*>(&keep_code_loaded), &info, reinterpret_cast<void**>(&self),
+                RTLD_DL_LINKMAP) &&
+      self && self->l_name && *self->l_name)
+    // The loader's own name for this object finds exactly it; the reference is never dropped. (The
+    // program's link map has no name: it is never unloaded.)
     (void)::dlopen(self->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-  });
+  done.store(true, std::memory_order_release);
 }
 
 void thread_pool::enqueue(std::function<void()> task) {
