@@ -283,11 +283,16 @@ TEST_CASE("processes: a later process reads only the pieces it uses; exiting whi
   // 2. On demand, with the cache: a process asking for two kernels whose pieces are cached reads
   // them and compiles nothing.
   auto second = run_child(with({"load", "varied", "kernel", "_Z5alonePi", "cache-stats"}),
-                          env({{"FATPACK_JIT_PIECES", "on_demand"}}));
+                          env({{"FATPACK_JIT_PIECES", "on_demand"}, {"FATPACK_LOG", "info"}}));
   INFO(second.out << second.err);
   CHECK(second.status == 0);
   CHECK(lines() == after_hits);
   CHECK(second.has(" jits=0 "));
+  // The report says the load's piece came from the JIT cache (it said neither reused nor from the
+  // cache for a module in pieces, the default).
+  CHECK(second.has(" reused=1 "));
+  CHECK(second.has(" from_cache=1"));
+  CHECK(second.err_has("(JIT from PTX, SASS reused from the JIT cache)"));
   // 3. Background with the cache: every piece ends up cached; a later process compiles nothing.
   auto third = run_child(with({"load", "varied", "cache-wait"}), env({{"FATPACK_JIT_PIECES", "background"}}));
   CHECK(third.status == 0);

@@ -133,7 +133,8 @@ struct attempt_info {
   bool jit = false;          // this try went through PTX -> SASS
   bool jit_reused = false;   // the SASS came from an earlier JIT in this process (or the cache)
   // Reused SASS that the JIT cache gave this process (the per-user cache, a prebuilt layer, the fleet
-  // cache), for this load or an earlier one it shares; false for one compiled in this process.
+  // cache), for this load or an earlier one it shares; false for one compiled in this process. For a
+  // module in pieces (kernel-granular JIT), both say what the piece compiled at load had.
   bool jit_from_cache = false;
   std::string jit_path;      // "culink", "nvjitlink 13.0", "nvjitlink 13.0 (LTO)" for LTO-IR (JIT tries only)
   bool ok = false;

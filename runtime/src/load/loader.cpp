@@ -299,7 +299,8 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
           // One piece compiled now: a driver that refuses this PTX (its ISA, a JIT error) refuses it
           // here, and the next candidate is tried, as for a whole module.
           stopwatch probe_clock;
-          if (auto s = probe_pieces(*pieces); !s) {
+          piece_probe probed;
+          if (auto s = probe_pieces(*pieces, &probed); !s) {
             any_jit_failed = true;
             a.cuda_status = s.error().cuda_status;
             a.message = s.error().message;
@@ -316,6 +317,8 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
                        "; a kernel's piece is loaded when the kernel is first asked for";
           a.ok = true;
           a.jit_path = "pieces";
+          a.jit_reused = probed.reused;  // the piece compiled at load: from the cache, or this process's
+          a.jit_from_cache = probed.from_cache;
           rep.attempts.push_back(a);
           rep.loaded = true;
           rep.entry = c.entry;
@@ -323,6 +326,8 @@ result<std::shared_ptr<module_state>> load_entries(const driver& drv, const devi
           rep.reason = c.reason;
           rep.jit = true;
           rep.jit_path = a.jit_path;
+          rep.jit_reused = a.jit_reused;
+          rep.jit_from_cache = a.jit_from_cache;
           st->kernels.assign(e.kernels.begin(), e.kernels.end());
           add_up_phases(rep);
           rep.total_ms = total.ms();

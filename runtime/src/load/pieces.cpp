@@ -327,7 +327,7 @@ void queue_pieces(piece_set& set) {
   }
 }
 
-status probe_pieces(piece_set& set) {
+status probe_pieces(piece_set& set, piece_probe* probe) {
   std::uint32_t smallest = 0;
   for (std::uint32_t i = 1; i < set.slots.size(); ++i)
     if (set.slots[i]->src->size < set.slots[smallest]->src->size) smallest = i;
@@ -350,6 +350,10 @@ status probe_pieces(piece_set& set) {
     std::lock_guard<std::mutex> lock(slot.mu);
     slot.task.reset();
     return std::move(r).error();
+  }
+  if (probe) {
+    probe->reused = r->reused;
+    probe->from_cache = r->from_cache;
   }
   return {};
 }

@@ -96,8 +96,13 @@ void queue_pieces(piece_set& set);
 
 // Compiles (or waits for) the smallest piece, so that a load finds out whether this driver takes
 // this PTX at all (an ISA it does not know, a JIT that fails) before it returns, and goes on to the
-// next candidate as for a whole module. The result stays for the piece's first use.
-status probe_pieces(piece_set& set);
+// next candidate as for a whole module. The result stays for the piece's first use. `probe`, when
+// given: whether that piece's SASS was reused, and whether it came from the cache (the load report's
+// jit_reused / jit_from_cache for a module in pieces).
+struct piece_probe {
+  bool reused = false, from_cache = false;
+};
+status probe_pieces(piece_set& set, piece_probe* probe = nullptr);
 
 // The CUmodule of slot `i`, loaded into `ctx`: compiled (or taken from the cache, or waited for)
 // first. An error names the piece, its kernels, the device and the driver; a later call tries again.
