@@ -342,6 +342,17 @@ TEST_CASE("a refused cache directory gets advice that fits it: a shared one (/tm
     CHECK(v.warning.find("chmod 700") == std::string::npos);
     CHECK(v.warning.find("chmod go-w") != std::string::npos);
   }
+  {
+    // A layer of this user's own, open to the group: a prebuilt layer is read by others, so chmod 700
+    // (the advice it got) would lock them out; go-w is the fix.
+    const std::string layer = fresh("advice-own-layer");
+    REQUIRE(::chmod(layer.c_str(), 0775) == 0);
+    const dir_verdict v = check_prebuilt_dir(layer);
+    CAPTURE(v.warning);
+    CHECK(v.access == dir_access::refused);
+    CHECK(v.warning.find("chmod 700") == std::string::npos);
+    CHECK(v.warning.find("; chmod go-w it") != std::string::npos);
+  }
 }
 
 TEST_CASE("a cache root that is a symbolic link is named as one, not as 'not a directory'") {
@@ -357,7 +368,9 @@ TEST_CASE("a cache root that is a symbolic link is named as one, not as 'not a d
   CHECK(ls.symlink);  // lstat: the link itself
   CHECK_FALSE(ls.directory);
   CHECK_FALSE(rs.symlink);
-  for (const dir_verdict& v : {prepare_user_dir(link, false), check_prebuilt_dir(link)}) {
+  // Also given with trailing slashes, which make lstat follow the link (it was accepted so).
+  for (const dir_verdict& v : {prepare_user_dir(link, false), check_prebuilt_dir(link), prepare_user_dir(link + "/", false),
+                               check_prebuilt_dir(link + "//")}) {
     CAPTURE(v.warning);
     CHECK(v.access == dir_access::refused);
     CHECK(v.warning.find(link + " is a symbolic link: not followed") != std::string::npos);

@@ -43,9 +43,9 @@ std::string advice(const std::string& dir, const file_stat& st, std::uint32_t me
       if (shared) return "; it is a shared directory (sticky bit), not one to chmod: give the layer a directory of its own";
       [[fallthrough]];
     case place::in_layer:
-      // A layer may be root's (allowed): then only root can take the write bits away, and 700 would
-      // lock this user out of it.
-      if (st.uid == me) return "; chmod 700 it";
+      // A layer is read by others (a shared, prebuilt cache): 700 would lock them out, whoever owns it;
+      // and when it is root's (allowed), only root can take the write bits away.
+      if (st.uid == me) return "; chmod go-w it";
       return st.uid == 0 ? "; only its owner (root) can fix that: chmod go-w it" : "";
   }
   return {};
@@ -75,11 +75,19 @@ std::string check_private(fs& f, const std::string& dir, place where) {
 
 bool read_only_errno(int e) { return e == EROFS || e == EACCES || e == EPERM; }
 
+// "/a/link/" names what the link points to (lstat follows a trailing slash): a symlinked root given
+// with one passed the symlink check. "/" stays "/".
+std::string without_trailing_slashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
 }  // namespace
 
 std::string format_dir(const std::string& root) { return root + "/v1"; }
 
-dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
+dir_verdict prepare_user_dir(const std::string& given, bool read_only_wanted) {
+  const std::string root = without_trailing_slashes(given);
   fs& f = current_fs();
   dir_verdict v;
   if (f.privileged_exec()) {
@@ -157,7 +165,8 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted) {
   return v;
 }
 
-dir_verdict check_prebuilt_dir(const std::string& root) {
+dir_verdict check_prebuilt_dir(const std::string& given) {
+  const std::string root = without_trailing_slashes(given);
   fs& f = current_fs();
   dir_verdict v;
   if (f.privileged_exec()) {
