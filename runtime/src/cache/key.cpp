@@ -7,6 +7,7 @@
 
 #include <xxhash.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -60,26 +61,34 @@ code_key code_key_of_text(std::string text) {
 }
 
 std::string describe_code_text(std::string_view text, std::size_t limit) {
+  // The fields cache_key_of fills (ptx=<low 64 bits>:<size>, cc=<arch>, opt=source=<32 hex>) read
+  // back into a jit_key; the text is one of its keys when make_code_key writes exactly it again.
+  constexpr auto npos = std::string_view::npos;
   const std::string_view opt = "|opt=source=";
   const auto at = text.rfind(opt);
-  const auto cc = at == std::string_view::npos ? at : text.rfind("|cc=", at);
+  const auto cc = at == npos ? npos : text.rfind("|cc=", at);
   const auto colon = text.find(':');
-  if (at != std::string_view::npos && cc != std::string_view::npos && colon != std::string_view::npos) {
-    const std::string_view hash = text.substr(at + opt.size()), arch = text.substr(cc + 4, at - cc - 4);
-    const std::string_view size = text.substr(colon + 1, text.find('|', colon) - colon - 1);
-    const bool hex = hash.size() == 32 && hash.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-    const bool digits = !arch.empty() && arch.size() <= 4 && arch.find_first_not_of("0123456789") == std::string_view::npos &&
-                        !size.empty() && size.size() <= 20 && size.find_first_not_of("0123456789") == std::string_view::npos;
-    if (hex && digits) {
+  auto number = [](std::string_view digits, auto& value, int base) {
+    const char* end = digits.data() + digits.size();
+    return !digits.empty() && std::from_chars(digits.data(), end, value, base).ptr == end;
+  };
+  if (at != npos && cc != npos && colon != npos) {
+    const std::string_view hash = text.substr(at + opt.size());
+    std::uint32_t arch = 0;
+    std::uint64_t size = 0, low = 0;
+    if (hash.size() == 32 && hash.find_first_not_of("0123456789abcdef") == npos && number(hash.substr(16), low, 16) &&
+        number(text.substr(cc + 4, at - cc - 4), arch, 10) &&
+        number(text.substr(colon + 1, text.find('|', colon) - colon - 1), size, 10)) {
+      jit_key k;
+      k.ptx_xxh3 = low;
+      k.ptx_size = size;
+      k.ptx_target = core::target{core::entry_kind::sass, arch, core::arch_variant::plain};
+      k.target_arch = arch;
+      k.options = "source=" + std::string(hash);
       for (const auto& [backend, kind] : {std::pair<const char*, const char*>{"nvrtc", "NVRTC source key"},
                                           {"nvrtc-jit", "NVRTC PTX-path JIT key"}}) {
-        // The whole text as cache_key_of makes it (ptx=: the key's low 64 bits; src=: sm_<cc>, PTX ISA
-        // 0.0), or it is not one of its keys and is quoted.
-        const std::string made = "v" + std::to_string(format_major) + "|" + backend + "|ptx=" +
-                                 std::string(hash.substr(16)) + ":" + std::string(size) + "|src=sm_" +
-                                 std::string(arch) + "@0.0|cc=" + std::string(arch) + std::string(opt) +
-                                 std::string(hash);
-        if (text == made) return std::string(kind) + " " + std::string(hash) + ", sm_" + std::string(arch);
+        k.backend = backend;
+        if (make_code_key(k).text == text) return std::string(kind) + " " + std::string(hash) + ", sm_" + std::to_string(arch);
       }
     }
   }
