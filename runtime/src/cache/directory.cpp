@@ -17,6 +17,13 @@ std::string octal(std::uint32_t mode) {
   return buf;
 }
 
+// "/a/link/" names what the link points to (lstat follows a trailing slash): a symlinked root given
+// with one passed the symlink check. "/" stays "/".
+std::string without_trailing_slashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
 // Which directory check_private looks at; the advice differs. A root is the directory the user named
 // (FATPACK_CACHE_PATH or the default; a prebuilt layer's path); v1/, objects/ and objects/<ab> are
 // inside one, directories fatpack makes.
@@ -30,12 +37,9 @@ std::string advice(const std::string& dir, const file_stat& st, std::uint32_t me
   const bool shared = (st.mode & 01000) && (st.mode & 022);
   switch (where) {
     case place::cache_root:
-      if (shared) {
-        std::string base = dir;
-        while (base.size() > 1 && base.back() == '/') base.pop_back();
+      if (shared)
         return "; it is a shared directory (sticky bit), not one to chmod: use a directory of its own in it, e.g. "
-               "FATPACK_CACHE_PATH=" + base + "/fatpack-cache";
-      }
+               "FATPACK_CACHE_PATH=" + without_trailing_slashes(dir) + "/fatpack-cache";
       [[fallthrough]];
     case place::in_cache:
       return st.uid != me ? "; use a directory of its own that this user owns (FATPACK_CACHE_PATH)" : "; chmod 700 it";
@@ -74,13 +78,6 @@ std::string check_private(fs& f, const std::string& dir, place where) {
 }
 
 bool read_only_errno(int e) { return e == EROFS || e == EACCES || e == EPERM; }
-
-// "/a/link/" names what the link points to (lstat follows a trailing slash): a symlinked root given
-// with one passed the symlink check. "/" stays "/".
-std::string without_trailing_slashes(std::string p) {
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  return p;
-}
 
 }  // namespace
 
