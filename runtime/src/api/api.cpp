@@ -12,6 +12,7 @@
 #include "registry/registry.hpp"
 
 #include <condition_variable>
+#include <iterator>
 #include <mutex>
 
 namespace fatpack {
@@ -355,6 +356,10 @@ warm_handle warm(const warm_options& options) {
   }
   detail::arm_default_cache();  // opened if a module needs the JIT
   policy pol = detail::resolve_policy(std::nullopt);
+  // Every compile of every module first, then queued largest first across modules (a program that
+  // warms many modules waits for the sum of their JITs over the threads, not for a large piece of
+  // the last module queued).
+  std::vector<detail::jit_request> all;
   for (const auto& p : *ps) {
     if (!options.package.empty() && p->name != options.package) continue;
     for (const auto& m : p->modules) {
@@ -378,18 +383,20 @@ warm_handle warm(const warm_options& options) {
           if (st->failed.ok()) st->failed = std::move(reqs).error();
           continue;
         }
-        for (const auto& one : *reqs) {
-          auto task = detail::jit_service::instance().enqueue(one);
-          if (!task) {
-            if (st->failed.ok()) st->failed = std::move(task).error();
-            continue;
-          }
-          st->tasks.push_back(std::move(task.value()));
-        }
-        detail::log_line(log_level::debug, "warm: queued " + m + " (" + detail::describe_target(e) + ", " +
+        detail::log_line(log_level::debug, "warm: queueing " + m + " (" + detail::describe_target(e) + ", " +
                                                std::to_string(reqs->size()) + " compile(s)) for " + dev.identify());
+        all.insert(all.end(), std::make_move_iterator(reqs->begin()), std::make_move_iterator(reqs->end()));
       }
     }
+  }
+  detail::largest_first(all);
+  for (const auto& one : all) {
+    auto task = detail::jit_service::instance().enqueue(one);
+    if (!task) {
+      if (st->failed.ok()) st->failed = std::move(task).error();
+      continue;
+    }
+    st->tasks.push_back(std::move(task.value()));
   }
   return h;
 }

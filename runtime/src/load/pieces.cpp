@@ -309,12 +309,20 @@ result<std::vector<jit_request>> requests_as_loaded(const jit_request& whole) {
   return out;
 }
 
+std::uint64_t jit_size(const jit_request& req) {
+  if (req.piece) return req.piece->size;
+  return req.package->view.entries().at(req.entry).raw_size;
+}
+
+void largest_first(std::vector<jit_request>& reqs) {
+  std::stable_sort(reqs.begin(), reqs.end(),
+                   [](const jit_request& a, const jit_request& b) { return jit_size(a) > jit_size(b); });
+}
+
 void queue_pieces(piece_set& set) {
   auto& jit = jit_service::instance();
-  // Largest first (by PTX size, the best estimate of a piece's JIT time there is): the pool's last
-  // compiles are then the small ones, so the module is done soon after the total work divided by
-  // the threads, not a large piece's JIT later. A kernel asked for meanwhile does not wait for its
-  // turn: function() takes its queued piece over on the asking thread.
+  // Largest first (see largest_first). A kernel asked for meanwhile does not wait for its turn:
+  // function() takes its queued piece over on the asking thread.
   std::vector<std::uint32_t> order(set.slots.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {

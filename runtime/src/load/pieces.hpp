@@ -94,6 +94,16 @@ result<std::vector<jit_request>> requests_as_loaded(const jit_request& whole);
 // Queues every piece's compile on the JIT pool (the background policy).
 void queue_pieces(piece_set& set);
 
+// The PTX bytes `req` compiles (the piece's, else the whole entry's): the best estimate of its JIT
+// time there is.
+std::uint64_t jit_size(const jit_request& req);
+
+// Orders compiles for the pool, largest first (stable): the pool's last compiles are then the small
+// ones, so a batch is done soon after its total work divided by the threads, not a large JIT later
+// on one thread while the others idle. queue_pieces orders a module's pieces so; warm() orders
+// every module's together.
+void largest_first(std::vector<jit_request>& reqs);
+
 // Compiles (or waits for) the smallest piece, so that a load finds out whether this driver takes
 // this PTX at all (an ISA it does not know, a JIT that fails) before it returns, and goes on to the
 // next candidate as for a whole module. The result stays for the piece's first use. `probe`, when
