@@ -113,17 +113,27 @@ std::string ratio(const data& d, const case_def& c, double med) {
   return fmt(med / base >= 10 ? "%.1fx" : "%.2fx", med / base) + " `" + c.baseline + "`";
 }
 
+// The child's user + system time (wait4: the whole process, its start and exit included) and how
+// many cores that keeps busy over the clocked time: for a JIT case, how far from every core it ran.
+// Only for cases over 100 ms, where the process's start and exit are a small part of it.
+std::string cpu_cell(double cpu_s, double wall_ms) {
+  if (wall_ms < 100 || cpu_s <= 0) return "";
+  return fmt("%.2f s", cpu_s) + fmt(" (%.1f)", cpu_s * 1000 / wall_ms);
+}
+
 void table(std::string& md, const data& d, const std::string& group) {
-  md += "| case | what | runs | median | min - max | vs | fatpack JITs |\n|---|---|---|---|---|---|---|\n";
+  md += "| case | what | runs | median | min - max | vs | fatpack JITs | CPU time (cores busy) |\n"
+        "|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : cases()) {
     if (c.group != group) continue;
     if (!d.samples.count(c.id)) {
-      md += "| `" + c.id + "` | " + c.what + " | 0 | " + no_data(d, c) + " | | | |\n";
+      md += "| `" + c.id + "` | " + c.what + " | 0 | " + no_data(d, c) + " | | | | |\n";
       continue;
     }
-    std::vector<double> ms, jits;
+    std::vector<double> ms, jits, cpu;
     for (const auto& s : d.samples.at(c.id)) {
       ms.push_back(s.ms);
+      cpu.push_back(s.cpu_s);
       if (s.jits >= 0) jits.push_back(double(s.jits));
     }
     const double med = median(ms);
@@ -131,7 +141,7 @@ void table(std::string& md, const data& d, const std::string& group) {
     // A fatpack case's compiles (cache_stats().jits, median): 0 for SASS and hits, else how many ran.
     md += "| `" + c.id + "` | " + c.what + " | " + runs_cell(c, ms.size()) + " | " + fmt_time(med) + " | " +
           fmt_time(*lo) + " - " + fmt_time(*hi) + " | " + ratio(d, c, med) + " | " +
-          (jits.empty() ? "" : fmt("%.0f", median(jits))) + " |\n";
+          (jits.empty() ? "" : fmt("%.0f", median(jits))) + " | " + cpu_cell(median(cpu), med) + " |\n";
   }
 }
 
