@@ -44,6 +44,10 @@
 //                                 are part of the fake cubin's note, so other options give other bytes
 //   FAKECUDA_MISSING=cuLinkCreate,... entry points cuGetProcAddress pretends not to have
 //   FAKECUDA_INIT_ERROR=<code>    cuInit returns this CUresult
+//   FAKECUDA_INIT_DELAY_MS=n      cuInit sleeps n ms, then goes through the dynamic loader (dlopen of
+//                                 libc, RTLD_NOLOAD), as a real driver's initialisation loads its own
+//                                 components: a test can hold a first driver load inside cuInit while
+//                                 another thread holds the loader's lock (a library's constructor)
 //   FAKECUDA_LOAD_ERROR=<code>[:n] after n module loads that succeed (default 0), every module load
 //                                 returns this CUresult: 2 = out of memory, 46 = device unavailable
 //                                 (a device lost in the middle of a process's loads)
@@ -108,6 +112,7 @@
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -851,6 +856,10 @@ CUresult fake_jit(const std::uint8_t* ptx, std::size_t n, int device_cc, int tar
 CUresult fk_cuInit(unsigned int) {
   int e = std::atoi(env("FAKECUDA_INIT_ERROR"));
   if (e) return static_cast<CUresult>(e);
+  if (int delay = std::atoi(env("FAKECUDA_INIT_DELAY_MS")); delay > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    if (void* h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD)) dlclose(h);
+  }
   if (cfg().devices.empty()) return CUDA_ERROR_NO_DEVICE;
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_initialized) {

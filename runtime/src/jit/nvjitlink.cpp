@@ -2,6 +2,7 @@
 #include "jit/nvjitlink.hpp"
 
 #include "platform/clock.hpp"
+#include "platform/load_once.hpp"
 #include "platform/os.hpp"
 
 #include <nvJitLink.h>
@@ -87,8 +88,8 @@ std::string nvjitlink_lib::identify() const {
 }
 
 const result<const nvjitlink_lib*>& load_nvjitlink() {
-  static const result<const nvjitlink_lib*>* loaded = new result<const nvjitlink_lib*>(do_load());
-  return *loaded;
+  static std::atomic<const result<const nvjitlink_lib*>*> loaded{nullptr};  // see platform/load_once.hpp
+  return load_once(loaded, do_load);
 }
 
 result<jit_output> nvjitlink_compile(const nvjitlink_lib& lib, const std::vector<core::byte_span>& ptx_parts,

@@ -3,6 +3,7 @@
 
 #include "platform/build_id.hpp"
 #include "platform/clock.hpp"
+#include "platform/load_once.hpp"
 #include "platform/ld_cache.hpp"
 #include "platform/log.hpp"
 #include "platform/os.hpp"
@@ -278,16 +279,15 @@ std::string nvrtc_lib::identify() const {
 bool nvrtc_lib::supports(int arch) const { return std::find(archs.begin(), archs.end(), arch) != archs.end(); }
 
 namespace {
-std::atomic<const nvrtc_lib*> g_loaded{nullptr};  // set once, by load_nvrtc's initialisation
+std::atomic<const nvrtc_lib*> g_loaded{nullptr};  // the library load_nvrtc published, once it has
 }  // namespace
 
 const result<const nvrtc_lib*>& load_nvrtc() {
-  static const result<const nvrtc_lib*>* loaded = [] {
-    auto* r = new result<const nvrtc_lib*>(do_load());
-    if (*r) g_loaded.store(r->value(), std::memory_order_release);
-    return r;
-  }();
-  return *loaded;
+  static std::atomic<const result<const nvrtc_lib*>*> loaded{nullptr};  // see platform/load_once.hpp
+  const auto& r = load_once(loaded, do_load);
+  // Every caller stores the one published value: loaded_nvrtc() never names a library that lost.
+  if (r) g_loaded.store(r.value(), std::memory_order_release);
+  return r;
 }
 
 const nvrtc_lib* loaded_nvrtc() { return g_loaded.load(std::memory_order_acquire); }

@@ -2,6 +2,7 @@
 #include "platform/device.hpp"
 
 #include "platform/clock.hpp"
+#include "platform/load_once.hpp"
 #include "platform/os.hpp"
 
 #include "fatpack/core/arch_table.hpp"
@@ -64,8 +65,8 @@ result<const device_set*> do_load() {
 }  // namespace
 
 const result<const device_set*>& load_devices() {
-  static const result<const device_set*>* loaded = new result<const device_set*>(do_load());
-  return *loaded;
+  static std::atomic<const result<const device_set*>*> loaded{nullptr};  // see platform/load_once.hpp
+  return load_once(loaded, do_load);
 }
 
 result<const device*> pick_device(const device_set& set, int ordinal) {

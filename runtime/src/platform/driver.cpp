@@ -1,6 +1,7 @@
 // Loading the CUDA driver (see driver.hpp for the policy).
 #include "platform/driver.hpp"
 
+#include "platform/load_once.hpp"
 #include "platform/os.hpp"
 
 #include "fatpack/core/target.hpp"
@@ -143,9 +144,10 @@ std::string driver_path() {
 }
 
 const result<const driver*>& load_driver() {
-  // Leaked on purpose: static objects destroyed at exit (modules) may still call the driver.
-  static const result<const driver*>* loaded = new result<const driver*>(do_load());
-  return *loaded;
+  // Leaked on purpose: static objects destroyed at exit (modules) may still call the driver. No lock
+  // is held while it loads (platform/load_once.hpp): a library's constructor may be the first to ask.
+  static std::atomic<const result<const driver*>*> loaded{nullptr};
+  return load_once(loaded, do_load);
 }
 
 std::string cuda_error_name(int code) {
