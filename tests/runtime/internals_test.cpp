@@ -203,6 +203,10 @@ TEST_CASE("the fake JIT's cubin parses with core::parse_cubin") {
 #include <stdexcept>
 #include <thread>
 
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
 namespace {
 
 // A package with one PTX module whose bytes no other test uses (a key of its own).
@@ -304,6 +308,35 @@ TEST_CASE("log lines held back while fatpack holds a lock go out in order afterw
   CHECK(seen[3] == "line 0");
   CHECK(seen[10000] == "line 9997");
   CHECK(seen[10001].find("7 more log lines were dropped") == 0);
+}
+
+TEST_CASE("with no log callback, a line logged inside a deferral reaches stderr at once") {
+  // Before: held until the deferral ended. A pool task's deferral ends after the task has counted
+  // itself done, so a program that exited right after its load could lose the task's warning (the
+  // nvJitLink fallback warning went missing that way on a 2-core CI run).
+  char path[] = "/tmp/fatpack_log_stderr_XXXXXX";
+  const int file = ::mkstemp(path);
+  REQUIRE(file >= 0);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  REQUIRE(saved >= 0);
+  ::dup2(file, 2);
+  std::string written;
+  fatpack::set_log_level(fatpack::log_level::warn);
+  {
+    log_deferral held;
+    log_line(fatpack::log_level::warn, "written while deferred");
+    std::fflush(stderr);
+    std::ifstream in(path);
+    written.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  fatpack::set_log_level(fatpack::log_level::off);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(file);
+  ::unlink(path);
+  CHECK(written == "fatpack: warn: written while deferred\n");
 }
 
 TEST_CASE("a log callback may take a lock the application holds while it waits for a JIT") {

@@ -85,9 +85,14 @@ namespace {
 
 thread_local log_deferral* t_deferral = nullptr;
 
-void emit(log_level level, std::string_view text) {
+// Writes the line, or, when `deferring` and an application callback would get it, writes nothing and
+// returns false: only a callback can want the application's locks, so only its lines wait for the
+// deferral's end. Lines to stderr go out at once, so a line logged by a pool thread cannot be lost to
+// an exit that begins between the end of its compile and the end of its deferral.
+bool emit(log_level level, std::string_view text, bool deferring = false) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  if (deferring && s.callback) return false;
   std::size_t pos = 0;
   while (pos <= text.size()) {
     std::size_t nl = text.find('\n', pos);
@@ -108,6 +113,7 @@ void emit(log_level level, std::string_view text) {
     if (nl == std::string_view::npos) break;
     pos = nl + 1;
   }
+  return true;
 }
 
 }  // namespace
@@ -115,11 +121,7 @@ void emit(log_level level, std::string_view text) {
 void log_line(log_level level, std::string_view text) {
   std::string first;
   if (!log_enabled(level) && !take_first_warning(level, text, first)) return;
-  if (t_deferral) {
-    t_deferral->hold(level, text);
-    return;
-  }
-  emit(level, text);
+  if (!emit(level, text, t_deferral != nullptr)) t_deferral->hold(level, text);
 }
 
 log_deferral::log_deferral() noexcept : outer_(t_deferral) { t_deferral = this; }

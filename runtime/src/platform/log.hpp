@@ -28,7 +28,8 @@ void set_log_threshold(log_level level);
 log_level log_threshold();
 void set_log_sink(std::function<void(log_level, std::string_view)> callback);
 
-// Holds back the lines this thread logs while it lives and emits them when it ends. Declared before
+// Holds back the lines this thread logs for the application's log callback while it lives and
+// emits them when it ends (lines to stderr, with no callback set, go out at once). Declared before
 // a lock guard, it ends after the lock is released: the application's log callback never runs while
 // fatpack holds one of its own locks (nor the loader's lock, inside dl_iterate_phdr), so a callback
 // may take the application's locks while the application calls fatpack holding them. Nested ones
