@@ -64,6 +64,7 @@ nlohmann::json entry_json(const fc::entry_info& e) {
   return {{"file", e.file},
           {"code_key", e.code_key},
           {"code", e.code_text},
+          {"kind", e.kind},
           {"driver_id", e.driver_id},
           {"driver", e.driver_text},
           {"sm", e.sm},
@@ -134,7 +135,7 @@ int run_list(const cache_args& a) {
   for (const auto& e : entries) {
     std::printf("%-32s %-8s %10llu %10llu  %-19s  %-16s %s\n", e.code_key.c_str(), e.target.c_str(),
                 static_cast<unsigned long long>(e.cubin_bytes), static_cast<unsigned long long>(e.disk_bytes),
-                when(e.last_use_unix_s).c_str(), printable(e.driver_text).c_str(), printable(e.code_text).c_str());
+                when(e.last_use_unix_s).c_str(), printable(e.driver_text).c_str(), printable(e.code_name).c_str());
   }
   std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), (*c)->path().c_str());
   return exit_ok;

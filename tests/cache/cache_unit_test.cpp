@@ -644,6 +644,24 @@ TEST_CASE("an entry holding another key names an NVRTC key as one, not with the 
     CHECK(p.problem == "entry holds another key than its file name says (NVRTC source key " + hi + lo + ", sm_90)");
   }
   CHECK(seen);
+  // `fatpack cache list` names both copies as the NVRTC source key they hold, never as PTX; a PTX
+  // JIT entry keeps its text.
+  const full_key ptx_key = make_full_key(key_for(0x5c));
+  REQUIRE(d->write(ptx_key, fatpack::core::byte_span(cubin90()), why) == 0);
+  int nvrtc_entries = 0, ptx_entries = 0;
+  for (const auto& e : (*a)->list()) {
+    if (e.kind == "nvrtc-source") {
+      ++nvrtc_entries;
+      CHECK(e.code_name == "NVRTC source key " + hi + lo + ", sm_90");
+      CHECK(e.code_text == src.code.text);
+    } else {
+      ++ptx_entries;
+      CHECK(e.kind == "ptx-jit");
+      CHECK(e.code_name == ptx_key.code.text);
+    }
+  }
+  CHECK(nvrtc_entries == 2);
+  CHECK(ptx_entries == 1);
 }
 
 TEST_CASE("entries: a stored entry whose header and texts were re-checksummed to lie is still refused") {

@@ -60,7 +60,7 @@ code_key code_key_of_text(std::string text) {
   return c;
 }
 
-std::string describe_code_text(std::string_view text, std::size_t limit) {
+code_text_kind read_code_text(std::string_view text, std::string* name) {
   // The fields cache_key_of fills (ptx=<low 64 bits>:<size>, cc=<arch>, opt=source=<32 hex>) read
   // back into a jit_key; the text is one of its keys when make_code_key writes exactly it again.
   constexpr auto npos = std::string_view::npos;
@@ -85,13 +85,26 @@ std::string describe_code_text(std::string_view text, std::size_t limit) {
       k.ptx_target = core::target{core::entry_kind::sass, arch, core::arch_variant::plain};
       k.target_arch = arch;
       k.options = "source=" + std::string(hash);
-      for (const auto& [backend, kind] : {std::pair<const char*, const char*>{"nvrtc", "NVRTC source key"},
-                                          {"nvrtc-jit", "NVRTC PTX-path JIT key"}}) {
-        k.backend = backend;
-        if (make_code_key(k).text == text) return std::string(kind) + " " + std::string(hash) + ", sm_" + std::to_string(arch);
+      struct known {
+        const char* backend;
+        const char* what;
+        code_text_kind kind;
+      };
+      for (const known& kn : {known{"nvrtc", "NVRTC source key", code_text_kind::nvrtc_source},
+                              known{"nvrtc-jit", "NVRTC PTX-path JIT key", code_text_kind::nvrtc_ptx_jit}}) {
+        k.backend = kn.backend;
+        if (make_code_key(k).text != text) continue;
+        if (name) *name = std::string(kn.what) + " " + std::string(hash) + ", sm_" + std::to_string(arch);
+        return kn.kind;
       }
     }
   }
+  return code_text_kind::ptx_jit;
+}
+
+std::string describe_code_text(std::string_view text, std::size_t limit) {
+  std::string name;
+  if (read_code_text(text, &name) != code_text_kind::ptx_jit) return name;
   return quoted_excerpt(text, limit);
 }
 

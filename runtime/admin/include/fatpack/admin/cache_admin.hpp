@@ -57,6 +57,11 @@ struct entry_info {
   std::string file;               // absolute path of the entry file
   std::string code_key;           // 32 hex digits (XXH3-128 of code_text)
   std::string code_text;          // "v1|culink|ptx=<xxh3>:<size>|src=compute_80@9.0|cc=90|opt=-O3"
+  // What compiled it: "ptx-jit" (a PTX entry's JIT, code_text as above), "nvrtc-source" or
+  // "nvrtc-ptx-jit" (fatpack::compile, whose key texts fill those fields with other things).
+  std::string kind;
+  std::string code_name;          // how `fatpack cache list` names the code: code_text, or for
+                                  // fatpack::compile's keys "NVRTC source key <32 hex>, sm_90"
   std::string driver_id;          // 16 hex digits (XXH3-64 of driver_text)
   std::string driver_text;        // "13000|580.159.04" (cuDriverGetVersion | driver build string)
   std::uint32_t sm = 0;           // the cubin's SM from its ELF e_flags (90)
