@@ -221,11 +221,17 @@ TEST_CASE("the trace tells SASS reused from the JIT cache from SASS reused from 
   CHECK(first.has("load vadd device=0 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=0 "));
   CHECK(first.has("load vadd device=1 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=1 "));
   CHECK_FALSE(first.has("from_cache=1"));  // load_report::jit_from_cache
+  // The try lines say it too (before: "JIT reused 0.001 ms" either way).
+  CHECK(first.err_has(" from this process's compile, "));
+  CHECK_FALSE(first.err_has("from the JIT cache, "));
   // Second process: device 0's SASS comes from the cache.
   auto second = probe(two_loads, env);
   CHECK(second.status == 0);
   CHECK(second.err_has("loaded entry 0 compute_80 (PTX ISA 9.0) (JIT from PTX, SASS reused from the JIT cache): "));
   CHECK_FALSE(second.err_has("(JIT from PTX): "));
+  CHECK(second.err_has("ok (JIT reused "));
+  CHECK(second.err_has(" from the JIT cache, "));
+  CHECK_FALSE(second.err_has("from this process's compile"));
   const auto at = second.out.find("load vadd device=0 ok entry=0 target=compute_80 (PTX ISA 9.0) jit=1 reused=1 ");
   REQUIRE(at != std::string::npos);
   CHECK(second.out.substr(at, second.out.find('\n', at) - at).find(" from_cache=1") != std::string::npos);

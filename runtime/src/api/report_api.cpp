@@ -46,9 +46,16 @@ std::string load_report::trace() const {
     s += "  try entry " + std::to_string(a.entry) + " " + a.target + ": ";
     if (a.ok) {
       s += "ok (";
-      if (a.jit)
-        s += std::string(a.jit_reused ? "JIT reused " : "JIT ") + ms(a.jit_ms) +
-             (a.jit_path.empty() || a.jit_reused ? "" : " via " + a.jit_path) + ", ";
+      // A reuse says where from, as the `loaded` line does: the JIT cache (its path names the layer,
+      // e.g. "culink (cache user)"; a module in pieces has its own line below) or a compile earlier
+      // in this process.
+      const bool layer_named = !a.jit_path.empty() && a.jit_path != "pieces";
+      if (a.jit && a.jit_reused)
+        s += "JIT reused " + ms(a.jit_ms) +
+             (a.jit_from_cache ? " from the JIT cache" + (layer_named ? ", " + a.jit_path : std::string())
+                               : std::string(" from this process's compile")) + ", ";
+      else if (a.jit)
+        s += "JIT " + ms(a.jit_ms) + (a.jit_path.empty() ? "" : " via " + a.jit_path) + ", ";
       s += "decompress " + ms(a.decompress_ms) + ", load " + ms(a.load_ms) + ")\n";
     } else {
       s += "refused: " + a.message + "; trying the next candidate\n";
