@@ -311,6 +311,27 @@ TEST_CASE("processes: a later process reads only the pieces it uses; exiting whi
   CHECK(fourth.has(" jits=0 "));
 }
 
+TEST_CASE("on demand starts no JIT pool thread: the load's piece and each kernel's compile on the asking thread") {
+  // Before: the load queued its probe piece on the pool and waited for it, so on_demand started the
+  // pool's threads ("JIT pool: N threads") though it compiles nothing in the background.
+  const std::string pkg = package_file("pv_nopool", varied_entries("nopool"));
+  auto r = run_child({PROBE_PATH, "--package", pkg, "load", "varied", "kernel", "_Z5alonePi", "cache-stats"},
+                     {{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}, {"FATPACK_CACHE_DISABLE", "1"},
+                      {"FATPACK_JIT_PIECES", "on_demand"}, {"FATPACK_LOG", "debug"}});
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.has("kernel _Z5alonePi ok"));
+  CHECK(r.has(" jits=2 "));  // the load's piece and alone's
+  CHECK(r.err_has("12 pieces (per kernel, the package's plan), compiled on demand"));
+  CHECK_FALSE(r.err_has("JIT pool: "));
+  // The same load in background mode does start it (so the line above can fail).
+  auto b = run_child({PROBE_PATH, "--package", pkg, "load", "varied"},
+                     {{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}, {"FATPACK_CACHE_DISABLE", "1"},
+                      {"FATPACK_JIT_PIECES", "background"}, {"FATPACK_LOG", "debug"}});
+  CHECK(b.status == 0);
+  CHECK(b.err_has("JIT pool: "));
+}
+
 TEST_CASE("warm() queues every module's pieces together, largest first") {
   // Two modules in one package: `varied` first, then `wide`, whose every piece is larger than any of
   // varied's (a 20 KB comment in the PTX header, which every piece copies). On one pool thread with

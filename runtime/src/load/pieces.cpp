@@ -346,14 +346,10 @@ status probe_pieces(piece_set& set, piece_probe* probe) {
     task = slot.task;
   }
   auto& jit = jit_service::instance();
-  if (!task) {
-    auto t = jit.enqueue(piece_request(set, smallest));
-    if (!t) return t.error();
-    task = *t;
-    std::lock_guard<std::mutex> lock(slot.mu);
-    slot.task = task;
-  }
-  auto r = jit.wait(task);  // a task the pool has not started is compiled here
+  // Queued (background): waited for, or compiled here if the pool has not started it. Not queued
+  // (on_demand): compiled on this thread, so on_demand starts no pool thread; the piece's later
+  // load_piece gets the same result from the service's single flight.
+  auto r = task ? jit.wait(task) : jit.compile(piece_request(set, smallest));
   if (!r) {
     std::lock_guard<std::mutex> lock(slot.mu);
     slot.task.reset();
