@@ -17,12 +17,9 @@ namespace fatpack::tool {
 namespace {
 
 // Text from the cache's files (an entry's key texts, a problem quoting them) as the terminal gets
-// it: control characters as '?', so a planted entry cannot write escape sequences or fake lines.
-std::string printable(std::string s) {
-  for (char& ch : s)
-    if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) ch = '?';
-  return s;
-}
+// it: control characters (C0, DEL, C1) and malformed UTF-8 as '?', so a planted entry cannot write
+// escape sequences or fake lines.
+std::string printable(const std::string& s) { return fatpack::core::terminal_text(s); }
 
 namespace fc = fatpack::detail::cache;
 

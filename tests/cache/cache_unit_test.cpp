@@ -648,12 +648,18 @@ TEST_CASE("an entry holding another key names an NVRTC key as one, not with the 
   // JIT entry keeps its text.
   const full_key ptx_key = make_full_key(key_for(0x5c));
   REQUIRE(d->write(ptx_key, fatpack::core::byte_span(cubin90()), why) == 0);
-  int nvrtc_entries = 0, ptx_entries = 0;
+  // A text this version does not write (the odd NVRTC-like one above) is "unknown", not "ptx-jit"
+  // (before: every text that was not an NVRTC key was called a PTX JIT).
+  REQUIRE(d->write(odd, fatpack::core::byte_span(cubin90()), why) == 0);
+  int nvrtc_entries = 0, ptx_entries = 0, unknown_entries = 0;
   for (const auto& e : (*a)->list()) {
     if (e.kind == "nvrtc-source") {
       ++nvrtc_entries;
       CHECK(e.code_name == "NVRTC source key " + hi + lo + ", sm_90");
       CHECK(e.code_text == src.code.text);
+    } else if (e.kind == "unknown") {
+      ++unknown_entries;
+      CHECK(e.code_name == odd.code.text);
     } else {
       ++ptx_entries;
       CHECK(e.kind == "ptx-jit");
@@ -662,6 +668,7 @@ TEST_CASE("an entry holding another key names an NVRTC key as one, not with the 
   }
   CHECK(nvrtc_entries == 2);
   CHECK(ptx_entries == 1);
+  CHECK(unknown_entries == 1);
 }
 
 TEST_CASE("entries: a stored entry whose header and texts were re-checksummed to lie is still refused") {

@@ -339,6 +339,59 @@ TEST_CASE("with no log callback, a line logged inside a deferral reaches stderr 
   CHECK(written == "fatpack: warn: written while deferred\n");
 }
 
+TEST_CASE("a thread that defers its lines never waits for a log callback running on another thread") {
+  // Thread B is inside the application's callback (slow: a symbolizer, a lock of the application's).
+  // The main thread defers (as when it holds a fatpack lock or the loader's, inside dl_iterate_phdr)
+  // and logs. Before: it took the callback's mutex to see whether a callback was set, and so waited
+  // for B's callback; a callback that needs what the deferring thread holds never returned.
+  std::mutex m;
+  std::condition_variable cv;
+  bool in_callback = false, released = false, timed_out = false;
+  std::vector<std::string> seen;
+  fatpack::set_log_level(fatpack::log_level::warn);
+  fatpack::set_log_callback([&](fatpack::log_level, std::string_view line) {
+    std::unique_lock<std::mutex> lock(m);
+    seen.emplace_back(line);
+    if (line != "slow") return;
+    in_callback = true;
+    cv.notify_all();
+    timed_out = !cv.wait_for(lock, std::chrono::seconds(3), [&] { return released; });
+  });
+  std::thread b([] { log_line(fatpack::log_level::warn, "slow"); });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return in_callback; });
+  }
+  {
+    log_deferral held;
+    log_line(fatpack::log_level::warn, "deferred");  // held: returns without waiting for B
+    std::lock_guard<std::mutex> lock(m);
+    released = true;
+    cv.notify_all();
+  }  // the held line goes to the callback now, after B's
+  b.join();
+  fatpack::set_log_callback(nullptr);
+  fatpack::set_log_level(fatpack::log_level::off);
+  CHECK_FALSE(timed_out);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == "slow");
+  CHECK(seen[1] == "deferred");
+}
+
+TEST_CASE("terminal_text: well-formed UTF-8 stays, every control character and malformed byte is '?'") {
+  using fatpack::core::terminal_text;
+  CHECK(terminal_text("plain\ttab") == "plain\ttab");
+  CHECK(terminal_text("a\x1b[2Jb\rc\x7f") == "a?[2Jb?c?");
+  CHECK(terminal_text("/home/j\xc3\xbcrgen/\xe2\x82\xac/\xf0\x9f\x98\x80") == "/home/j\xc3\xbcrgen/\xe2\x82\xac/\xf0\x9f\x98\x80");
+  CHECK(terminal_text("x\xc2\x9b" "2Jy") == "x??2Jy");  // U+009B, a CSI to some terminals
+  CHECK(terminal_text("x\x9b" "2J") == "x?2J");          // a lone C1 byte
+  CHECK(terminal_text("\xe2\x82") == "??");           // cut short
+  CHECK(terminal_text("\xc0\xaf") == "??");           // overlong '/'
+  CHECK(terminal_text("\xed\xa0\x80") == "???");      // a surrogate
+  CHECK(terminal_text("\xf4\x90\x80\x80") == "????");  // past U+10FFFF
+  CHECK(terminal_text("\xc2\xa0ok") == "\xc2\xa0ok");    // U+00A0 is not a control character
+}
+
 TEST_CASE("a log callback may take a lock the application holds while it waits for a JIT") {
   // The application holds its own lock while a warm-up compiles on the pool, and its log callback
   // takes that lock. Before: the pool thread called the callback in the middle of the compile, so the

@@ -148,6 +148,10 @@ std::vector<entry_info> admin_impl::list() {
         break;
       case code_text_kind::nvrtc_source: e.kind = "nvrtc-source"; break;
       case code_text_kind::nvrtc_ptx_jit: e.kind = "nvrtc-ptx-jit"; break;
+      case code_text_kind::unknown:
+        e.kind = "unknown";
+        e.code_name = e.code_text;
+        break;
     }
     index_slot found;
     if (idx && idx->find(slot.code, slot.driver, &found)) e.last_use_unix_s = found.last_use_s;

@@ -99,12 +99,23 @@ code_text_kind read_code_text(std::string_view text, std::string* name) {
       }
     }
   }
-  return code_text_kind::ptx_jit;
+  // A PTX entry's JIT key: this format, a JIT back end (cuLink, or nvJitLink with its version), then
+  // the PTX's hash. Anything else is a text this version did not write.
+  const std::string head = "v" + std::to_string(format_major) + "|";
+  if (text.substr(0, head.size()) == head) {
+    const std::string_view rest = text.substr(head.size());
+    const auto bar = rest.find('|');
+    const std::string_view backend = rest.substr(0, bar);
+    if (bar != npos && rest.substr(bar, 5) == "|ptx=" && (backend == "culink" || backend.rfind("nvjitlink-", 0) == 0))
+      return code_text_kind::ptx_jit;
+  }
+  return code_text_kind::unknown;
 }
 
 std::string describe_code_text(std::string_view text, std::size_t limit) {
   std::string name;
-  if (read_code_text(text, &name) != code_text_kind::ptx_jit) return name;
+  const code_text_kind kind = read_code_text(text, &name);
+  if (kind == code_text_kind::nvrtc_source || kind == code_text_kind::nvrtc_ptx_jit) return name;
   return quoted_excerpt(text, limit);
 }
 

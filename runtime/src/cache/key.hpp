@@ -53,9 +53,10 @@ code_key code_key_of_text(std::string text);
 // PTX-path JIT key ..." for the PTX path's key. Any other text is quoted: printable, at most `limit`
 // bytes (a planted one may be 64 KiB).
 std::string describe_code_text(std::string_view text, std::size_t limit = 160);
-// What a stored code key text is: the JIT of a PTX entry, or one of fatpack::compile's keys (exactly
-// as it makes them); `name`, for the latter: how describe_code_text names it.
-enum class code_text_kind { ptx_jit, nvrtc_source, nvrtc_ptx_jit };
+// What a stored code key text is: the JIT of a PTX entry (its format and back end), one of
+// fatpack::compile's keys (exactly as it makes them), or unknown (not a text this version writes);
+// `name`, for fatpack::compile's: how describe_code_text names it.
+enum class code_text_kind { ptx_jit, nvrtc_source, nvrtc_ptx_jit, unknown };
 code_text_kind read_code_text(std::string_view text, std::string* name = nullptr);
 // The driver identity for a cuDriverGetVersion value: adds this machine's driver build string
 // (read once per process).

@@ -3,6 +3,8 @@
 
 #include "platform/os.hpp"
 
+#include "fatpack/core/hex.hpp"
+
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -36,8 +38,12 @@ struct log_state {
   // or error of the process still gets one line, so a degradation (a read-only cache, a refused
   // cache entry) is never silent. Cleared once that line is out, or when a level is chosen.
   std::atomic<bool> first_warning_pending{!level_chosen_by_environment()};
-  std::mutex mu;  // serialises lines and guards callback
+  std::mutex mu;  // serialises the callback's lines and guards callback
   std::function<void(log_level, std::string_view)> callback;
+  // Whether callback is set, read without mu: a thread that defers (it holds a lock of fatpack's or
+  // the loader's) must never wait for mu, which a callback running on another thread holds.
+  std::atomic<bool> has_callback{false};
+  std::mutex stderr_mu;  // serialises the lines written to stderr (held for one fprintf each, no callback)
 };
 
 log_state& state() {
@@ -87,32 +93,36 @@ thread_local log_deferral* t_deferral = nullptr;
 
 // Writes the line, or, when `deferring` and an application callback would get it, writes nothing and
 // returns false: only a callback can want the application's locks, so only its lines wait for the
-// deferral's end. Lines to stderr go out at once, so a line logged by a pool thread cannot be lost to
-// an exit that begins between the end of its compile and the end of its deferral.
+// deferral's end, and a deferring thread never takes the callback's mutex. Lines to stderr go out
+// at once, so a line logged by a pool thread cannot be lost to an exit that begins between the end
+// of its compile and the end of its deferral.
 bool emit(log_level level, std::string_view text, bool deferring = false) {
   auto& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (deferring && s.callback) return false;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    if (!(line.empty() && nl == std::string_view::npos && pos > 0)) {
-      if (s.callback) {
-        s.callback(level, line);
-      } else {
-        // A line quotes text from outside (an environment value, a cache entry's key text, a
-        // driver's log): control characters are written as '?', so none reaches a terminal as an
-        // escape sequence or a carriage return that overwrites the line. A callback gets the text.
-        std::string shown(line);
-        for (char& ch : shown)
-          if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f) ch = '?';
-        std::fprintf(stderr, "fatpack: %s: %s\n", log_level_name(level), shown.c_str());
-      }
+  auto each_line = [&](auto&& write) {
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+      std::size_t nl = text.find('\n', pos);
+      std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+      if (!(line.empty() && nl == std::string_view::npos && pos > 0)) write(line);
+      if (nl == std::string_view::npos) break;
+      pos = nl + 1;
     }
-    if (nl == std::string_view::npos) break;
-    pos = nl + 1;
+  };
+  if (s.has_callback.load(std::memory_order_acquire)) {
+    if (deferring) return false;
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.callback) {  // else removed meanwhile: the line goes to stderr
+      each_line([&](std::string_view line) { s.callback(level, line); });
+      return true;
+    }
   }
+  // A line quotes text from outside (an environment value, a cache entry's key text, a driver's
+  // log): control characters are written as '?' (core::terminal_text), so none reaches a terminal
+  // as an escape sequence or a carriage return that overwrites the line. A callback gets the text.
+  std::lock_guard<std::mutex> lock(s.stderr_mu);
+  each_line([&](std::string_view line) {
+    std::fprintf(stderr, "fatpack: %s: %s\n", log_level_name(level), fatpack::core::terminal_text(line).c_str());
+  });
   return true;
 }
 
@@ -162,6 +172,7 @@ void set_log_sink(std::function<void(log_level, std::string_view)> callback) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.callback = std::move(callback);
+  s.has_callback.store(static_cast<bool>(s.callback), std::memory_order_release);
 }
 
 }  // namespace fatpack::detail
