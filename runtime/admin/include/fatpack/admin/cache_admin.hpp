@@ -58,7 +58,8 @@ struct entry_info {
   std::string code_key;           // 32 hex digits (XXH3-128 of code_text)
   std::string code_text;          // "v1|culink|ptx=<xxh3>:<size>|src=compute_80@9.0|cc=90|opt=-O3"
   // What compiled it: "ptx-jit" (a PTX entry's JIT, code_text as above), "nvrtc-source" or
-  // "nvrtc-ptx-jit" (fatpack::compile, whose key texts fill those fields with other things).
+  // "nvrtc-ptx-jit" (fatpack::compile, whose key texts fill those fields with other things), or
+  // "unknown" (a text this version does not write).
   std::string kind;
   std::string code_name;          // how `fatpack cache list` names the code: code_text, or for
                                   // fatpack::compile's keys "NVRTC source key <32 hex>, sm_90"
