@@ -120,11 +120,13 @@ int run_stats(const cache_args& a) {
 int run_list(const cache_args& a) {
   auto c = open_cache(a, true);
   if (!c) return failed(c.error());
-  const auto entries = (*c)->list();
+  std::vector<fc::entry_problem> unreadable;
+  const auto entries = (*c)->list(&unreadable);
   if (a.json) {
-    nlohmann::json arr = nlohmann::json::array();
+    nlohmann::json arr = nlohmann::json::array(), bad = nlohmann::json::array();
     for (const auto& e : entries) arr.push_back(entry_json(e));
-    print_json({{"path", (*c)->path()}, {"entries", arr}});
+    for (const auto& p : unreadable) bad.push_back({{"file", p.file}, {"problem", p.problem}});
+    print_json({{"path", (*c)->path()}, {"entries", arr}, {"unreadable", bad}});
     return exit_ok;
   }
   std::printf("%-32s %-8s %10s %10s  %-19s  %-16s %s\n", "code key", "sm", "cubin", "on disk", "last use", "driver",
@@ -135,6 +137,10 @@ int run_list(const cache_args& a) {
                 when(e.last_use_unix_s).c_str(), printable(e.driver_text).c_str(), printable(e.code_name).c_str());
   }
   std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), (*c)->path().c_str());
+  // Not listed, but not hidden: an entry file the runtime would refuse (never served; `verify
+  // --repair` removes it).
+  for (const auto& p : unreadable)
+    print_warning(printable(p.file + ": " + p.problem) + " (not listed; fatpack cache verify --repair removes it)");
   return exit_ok;
 }
 

@@ -153,6 +153,19 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   run 0 "$fatpack" cache verify --path "$c" --repair
   expect_in err.txt "(removed)"
   run 0 "$fatpack" cache verify --path "$c"
+  # An entry cut to 8 bytes (its head unreadable): list does not show it but names it on stderr and
+  # in the JSON (before: it was silently missing).
+  run 0 "$fatpack" cache list --path "$c" --json
+  cut=$(python3 -c "import json; print(json.load(open('out.txt'))['entries'][0]['file'])")
+  cp "$cut" whole-entry.fpc
+  python3 -c "import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b[:8])" "$cut"
+  run 0 "$fatpack" cache list --path "$c"
+  expect_in out.txt "^1 entry in "
+  expect_in err.txt "^fatpack: warning: $cut: .*not listed; fatpack cache verify --repair removes it"
+  run 0 "$fatpack" cache list --path "$c" --json
+  json "assert len(d['entries']) == 1 and [u['file'] for u in d['unreadable']] == ['$cut'] and d['unreadable'][0]['problem'], d"
+  cp whole-entry.fpc "$cut"
+  run 0 "$fatpack" cache verify --path "$c"
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['stats']['entries'] == 2, d"
   run 0 "$fatpack" cache prune --path "$c" --max-size 1

@@ -119,7 +119,7 @@ disk_stats admin_impl::stats() {
   return s;
 }
 
-std::vector<entry_info> admin_impl::list() {
+std::vector<entry_info> admin_impl::list(std::vector<entry_problem>* unreadable) {
   std::vector<entry_info> out;
   auto idx = d_->index();
   for (const auto& it : d_->scan()) {
@@ -129,7 +129,10 @@ std::vector<entry_info> admin_impl::list() {
     entry_header h;
     entry_info e;
     std::string problem;
-    if (!read_head(it.path, it.st.size, h, e.code_text, e.driver_text, problem)) continue;
+    if (!read_head(it.path, it.st.size, h, e.code_text, e.driver_text, problem)) {
+      if (unreadable) unreadable->push_back(entry_problem{it.path, problem, false});
+      continue;
+    }
     e.file = it.path;
     e.code_key = core::hex_bytes(h.code_hash.data(), h.code_hash.size());
     driver_id d;

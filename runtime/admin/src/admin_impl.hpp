@@ -13,7 +13,7 @@ class admin_impl final : public admin {
   explicit admin_impl(std::shared_ptr<cache_dir> d) : d_(std::move(d)) {}
   const std::string& path() const override { return d_->root(); }
   disk_stats stats() override;
-  std::vector<entry_info> list() override;
+  std::vector<entry_info> list(std::vector<entry_problem>* unreadable = nullptr) override;
   std::vector<entry_problem> verify(bool remove_bad) override;
   prune_result prune(std::uint64_t max_bytes) override;
   status clear() override;

@@ -155,8 +155,10 @@ class admin {
 
   virtual const std::string& path() const = 0;
   virtual disk_stats stats() = 0;
-  // Every entry (headers read and checked, payloads not), most recently used first.
-  virtual std::vector<entry_info> list() = 0;
+  // Every entry (headers read and checked, payloads not), most recently used first. An entry file
+  // whose head cannot be read or is refused is not listed; `unreadable`, when given, gets each with
+  // why (as verify() would say).
+  virtual std::vector<entry_info> list(std::vector<entry_problem>* unreadable = nullptr) = 0;
   // Reads and validates every entry completely (checksums, decompression, cubin SM) and the index;
   // remove_bad (read-write only): deletes bad entries and stray temp files, rebuilds a bad index.
   virtual std::vector<entry_problem> verify(bool remove_bad) = 0;
