@@ -8,14 +8,17 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <elf.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -31,6 +34,24 @@ inline std::vector<std::uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   REQUIRE_MESSAGE(f.good(), "cannot read " << path);
   return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Where a 64-bit ELF file's last loadable segment ends in the file (0 if it has none or is not one).
+// A library "cut short" is cut before that: half the file would keep every segment of a build with
+// debug information, whose sections after the segments make up most of the file.
+inline std::size_t loadable_end(const std::string& elf) {
+  Elf64_Ehdr eh;
+  if (elf.size() < sizeof eh) return 0;
+  std::memcpy(&eh, elf.data(), sizeof eh);
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    const std::size_t at = eh.e_phoff + i * sizeof ph;
+    if (at + sizeof ph > elf.size()) return 0;
+    std::memcpy(&ph, elf.data() + at, sizeof ph);
+    if (ph.p_type == PT_LOAD) end = std::max<std::size_t>(end, ph.p_offset + ph.p_filesz);
+  }
+  return end;
 }
 
 inline void write_file(const std::string& path, const std::vector<std::uint8_t>& bytes) {
