@@ -145,17 +145,12 @@ std::vector<entry_info> admin_impl::list(std::vector<entry_problem>* unreadable)
     e.disk_bytes = it.st.size;
     e.created_unix_s = h.created_unix_ns / 1000000000;
     switch (read_code_text(e.code_text, &e.code_name)) {
-      case code_text_kind::ptx_jit:
-        e.kind = "ptx-jit";
-        e.code_name = e.code_text;
-        break;
+      case code_text_kind::ptx_jit: e.kind = "ptx-jit"; break;
       case code_text_kind::nvrtc_source: e.kind = "nvrtc-source"; break;
       case code_text_kind::nvrtc_ptx_jit: e.kind = "nvrtc-ptx-jit"; break;
-      case code_text_kind::unknown:
-        e.kind = "unknown";
-        e.code_name = e.code_text;
-        break;
+      case code_text_kind::unknown: e.kind = "unknown"; break;
     }
+    if (e.code_name.empty()) e.code_name = e.code_text;  // only fatpack::compile's keys are named
     index_slot found;
     if (idx && idx->find(slot.code, slot.driver, &found)) e.last_use_unix_s = found.last_use_s;
     out.push_back(std::move(e));
