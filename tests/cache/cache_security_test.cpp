@@ -35,7 +35,7 @@ env_map env_for(const std::string& cache) {
 
 // Runs the probe with a deadline (a FIFO opened for reading blocks: a hang is a failure here).
 child_result probe_bounded(const std::vector<std::string>& args, const env_map& env, int limit_s = 20) {
-  std::vector<std::string> argv{PROBE_PATH};
+  std::vector<std::string> argv{probe_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   running r = start(argv, env);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);

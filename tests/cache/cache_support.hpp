@@ -44,6 +44,17 @@ inline std::string keys_package(const std::string& name, int m) {
   return package_file(name, entries);
 }
 
+// The probe and the fake driver: the build tree's, or the copies the environment names
+// (.ci/security.sh copies them into a directory the unprivileged user it runs as can reach).
+inline const char* probe_path() {
+  const char* p = std::getenv("FATPACK_TEST_PROBE");
+  return p && *p ? p : PROBE_PATH;
+}
+inline const char* fakecuda_path() {
+  const char* p = std::getenv("FATPACK_TEST_FAKECUDA");
+  return p && *p ? p : FAKECUDA_PATH;
+}
+
 inline std::string fresh_dir(const std::string& name) {
   std::string d = temp_dir() + "/" + name;
   std::string cmd = "rm -rf '" + d + "' && mkdir -p '" + d + "'";
@@ -54,13 +65,13 @@ inline std::string fresh_dir(const std::string& name) {
 // The cache suites count entries and JITs per module: whole-module loads unless a test asks for
 // pieces (kernel-granular JIT, the default, has its own suite: tests/runtime/pieces_test.cpp).
 inline env_map fake_env(env_map extra = {}) {
-  env_map e{{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}, {"FATPACK_JIT_PIECES", "off"}};
+  env_map e{{"FATPACK_LIBCUDA", fakecuda_path()}, {"FAKECUDA_DEVICES", "90"}, {"FATPACK_JIT_PIECES", "off"}};
   for (auto& kv : extra) e[kv.first] = kv.second;
   return e;
 }
 
 inline child_result probe(const std::vector<std::string>& args, const env_map& env) {
-  std::vector<std::string> argv{PROBE_PATH};
+  std::vector<std::string> argv{probe_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   auto r = run_child(argv, env);
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
@@ -142,7 +153,7 @@ inline child_result finish(const running& r) {
 }
 
 inline child_result run_as(int uid, const std::vector<std::string>& args, const env_map& env) {
-  std::vector<std::string> argv{PROBE_PATH};
+  std::vector<std::string> argv{probe_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   auto c = finish(start(argv, env, uid));
   INFO("stdout:\n" << c.out << "\nstderr:\n" << c.err);
