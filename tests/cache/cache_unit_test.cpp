@@ -14,6 +14,7 @@
 #include "cache/stats.hpp"
 #include "cache/store.hpp"
 #include "jit/service.hpp"
+#include "remote/remote_cache.hpp"
 
 #include "../runtime/test_support.hpp"
 
@@ -1586,6 +1587,21 @@ TEST_CASE("faults through the seam: read-only and unwritable directories, I/O er
     CHECK(c->mode() == fatpack::cache_mode::read_only);
     CHECK(logs.count("per-key lock failed") == 1);
   }
+}
+
+TEST_CASE("a setuid or setgid program uses no fleet cache from the environment") {
+  // The invoking user sets FATPACK_CACHE_REMOTE; the key (a path) is ignored in such a program, so
+  // an unsigned store of that user's choosing would be run with the program's privileges.
+  const std::string root = fresh("suid_remote");
+  setenv("FATPACK_CACHE_REMOTE", "http://127.0.0.1:9/fleet", 1);
+  std::shared_ptr<sass_cache> local = disk_cache::create(cfg_for(root));
+  CHECK(fatpack::detail::remote::with_remote_from_env(local, root) != local);  // a plain process uses it
+  {
+    faulty_fs ffs;
+    ffs.privileged = true;
+    CHECK(fatpack::detail::remote::with_remote_from_env(local, root) == local);
+  }
+  unsetenv("FATPACK_CACHE_REMOTE");
 }
 
 TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owner and open modes refused") {

@@ -2,9 +2,11 @@
 #include "remote/remote_cache.hpp"
 
 #include "cache/entry.hpp"
+#include "cache/fs.hpp"
 #include "cache/key.hpp"
 #include "cache/stats.hpp"
 #include "platform/log.hpp"
+#include "platform/os.hpp"
 #include "remote/signature.hpp"
 
 #include "fatpack/core/thread_pool.hpp"
@@ -474,6 +476,14 @@ void remote_cache::flush_at_exit() noexcept {
 }
 
 std::shared_ptr<sass_cache> with_remote_from_env(std::shared_ptr<sass_cache> local, const std::string& state_dir) {
+  // A setuid or setgid program uses no fleet cache, as it uses no cache directory: the invoking user
+  // sets the environment, and FATPACK_CACHE_REMOTE_KEY is a path, ignored there, so a store of that
+  // user's choosing would have its entries run with the program's privileges.
+  if (cache::current_fs().privileged_exec()) {
+    if (const char* url = os::getenv("FATPACK_CACHE_REMOTE"); url && *url)
+      log_line(log_level::warn, "JIT cache: FATPACK_CACHE_REMOTE is ignored in a setuid or setgid program");
+    return local;
+  }
   remote_config cfg = remote_config_from_env();
   if (cfg.store.url.empty()) return local;
   if (!cfg.problems.empty()) {
