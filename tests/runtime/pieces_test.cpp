@@ -9,6 +9,7 @@
 #include "fatpack/fatpack.h"
 #include "fatpack/fatpack.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -330,6 +331,35 @@ TEST_CASE("on demand starts no JIT pool thread: the load's piece and each kernel
                       {"FATPACK_JIT_PIECES", "background"}, {"FATPACK_LOG", "debug"}});
   CHECK(b.status == 0);
   CHECK(b.err_has("JIT pool: "));
+}
+
+TEST_CASE("background: load_module queues a module's pieces in the module's order") {
+  // A program asking for kernels one after another in the order they are declared finds the first
+  // ones compiling already. On one pool thread with a 50 ms fake JIT the compiles run in the order
+  // queued; the loading thread compiles the smallest piece itself (or takes over the next one).
+  const std::string pkg = package_file("pv_module_order", varied_entries("module-order"));
+  const std::string log = temp_dir() + "/pieces-module-order.log";
+  std::remove(log.c_str());
+  auto r = run_child({PROBE_PATH, "--package", pkg, "--threads", "1", "load", "varied", "cache-wait"},
+                     {{"FATPACK_LIBCUDA", FAKECUDA_PATH}, {"FAKECUDA_DEVICES", "90"}, {"FAKECUDA_JIT_LOG", log},
+                      {"FAKECUDA_JIT_DELAY_MS", "50"}, {"FATPACK_JIT_PIECES", "background"}, {"FATPACK_CACHE_DISABLE", "1"}});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  const auto bytes = read_file(log);
+  const std::string text(bytes.begin(), bytes.end());
+  INFO(text);
+  std::vector<int> order;  // piece numbers in the order their compiles finished
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto at = line.find(" piece ");
+    REQUIRE(at != std::string::npos);
+    order.push_back(std::atoi(line.c_str() + at + 7));
+  }
+  REQUIRE(order.size() == pieces_of_varied);
+  // The pool's compiles, without the two the loading thread may have run (the first two to finish):
+  // ascending. Queued largest first, they ran in the order of their PTX sizes.
+  std::vector<int> rest(order.begin() + 2, order.end());
+  CHECK(std::is_sorted(rest.begin(), rest.end()));
 }
 
 TEST_CASE("warm() queues every module's pieces together, largest first") {

@@ -100,8 +100,8 @@ std::uint64_t jit_size(const jit_request& req);
 
 // Orders compiles for the pool, largest first (stable): the pool's last compiles are then the small
 // ones, so a batch is done soon after its total work divided by the threads, not a large JIT later
-// on one thread while the others idle. queue_pieces orders a module's pieces so; warm() orders
-// every module's together.
+// on one thread while the others idle. warm() orders every module's compiles so (queue_pieces keeps
+// a module's order: a load's first kernels matter more there).
 void largest_first(std::vector<jit_request>& reqs);
 
 // Compiles (or waits for) the smallest piece, so that a load finds out whether this driver takes
