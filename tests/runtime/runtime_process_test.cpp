@@ -417,6 +417,16 @@ TEST_CASE("default log level: the first warning of a process gets one line; FATP
   INFO(err_all);
   CHECK(all >= 2);
   CHECK(err_all.find("FATPACK_LOG=warn shows all") == std::string::npos);
+  // Any case names the level; a value that names none is the default plus a line saying so (before,
+  // both silenced every line, the first warning too).
+  auto [upper, err_upper] = run("WARN");
+  INFO(err_upper);
+  CHECK(upper == all);
+  auto [typo, err_typo] = run("verbose\x1b[2J");
+  INFO(err_typo);
+  CHECK(typo == 2);
+  CHECK(err_typo.find("FATPACK_LOG='verbose\\x1b[2J' names no level") != std::string::npos);
+  CHECK(err_typo.find("FATPACK_LOG=warn shows all") != std::string::npos);
 }
 
 TEST_CASE("log lines on stderr carry no control characters from the text they quote") {

@@ -6,34 +6,44 @@
 #include "fatpack/core/hex.hpp"
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace fatpack::detail {
 
 namespace {
 
-log_level parse_level(const char* s) {
-  if (!s || !*s) return log_level::off;
+// FATPACK_LOG's level, any case (docs/runtime.md §5); nullopt for a value that names none, which then
+// counts as unset (a typo must not silence the first warning, as `off` does on purpose).
+std::optional<log_level> parse_level(const char* s) {
+  if (!s || !*s) return std::nullopt;
   std::string v(s);
+  if (v.size() > 16) return std::nullopt;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "off" || v == "0" || v == "none") return log_level::off;
   if (v == "error") return log_level::error;
   if (v == "warn" || v == "warning") return log_level::warn;
   if (v == "info" || v == "1") return log_level::info;
   if (v == "debug" || v == "trace" || v == "2") return log_level::debug;
-  return log_level::off;
+  return std::nullopt;
+}
+
+// FATPACK_LOG set to something that names no level.
+bool level_unknown_in_environment() {
+  const char* v = os::getenv("FATPACK_LOG");
+  return v && *v && !parse_level(v);
 }
 
 const char* const k_first_warning_hint =
     " (fatpack reports only its first warning by default; FATPACK_LOG=warn shows all, FATPACK_LOG=off none)";
 
-bool level_chosen_by_environment() {
-  const char* v = os::getenv("FATPACK_LOG");
-  return v && *v;
-}
+bool level_chosen_by_environment() { return parse_level(os::getenv("FATPACK_LOG")).has_value(); }
 
 struct log_state {
-  std::atomic<int> level{static_cast<int>(parse_level(os::getenv("FATPACK_LOG")))};
+  std::atomic<int> level{static_cast<int>(parse_level(os::getenv("FATPACK_LOG")).value_or(log_level::off))};
   // Nobody chose a level (FATPACK_LOG unset or empty, set_log_level never called): the first warning
   // or error of the process still gets one line, so a degradation (a read-only cache, a refused
   // cache entry) is never silent. Cleared once that line is out, or when a level is chosen.
@@ -47,7 +57,15 @@ struct log_state {
 };
 
 log_state& state() {
-  static log_state* s = new log_state();  // leaked: logging may happen from static destructors
+  static log_state* s = [] {
+    auto* made = new log_state();  // leaked: logging may happen from static destructors
+    if (level_unknown_in_environment())
+      std::fprintf(stderr,
+                   "fatpack: warn: FATPACK_LOG='%s' names no level (off, error, warn, info or debug); "
+                   "using the default (the first warning only)\n",
+                   fatpack::core::printable_text(os::getenv("FATPACK_LOG"), 64).c_str());
+    return made;
+  }();
   return *s;
 }
 
