@@ -256,7 +256,8 @@ command_runner add_cache_command(CLI::App& app) {
   for (const auto& s : subs) {
     CLI::App* c = cmd->add_subcommand(s.name, s.help);
     add_cache_path_option(*c, args->path);
-    c->add_flag("--json", args->json, "One JSON document on stdout (schema_version 1)");
+    if (std::string(s.name) != "pull")  // pull prints warm's lines; it has no JSON form
+      c->add_flag("--json", args->json, "One JSON document on stdout (schema_version 1)");
     if (std::string(s.name) == "verify")
       c->add_flag("--repair", args->repair, "Remove bad entries and stray temporary files, rebuild a damaged index");
     if (std::string(s.name) == "prune")
@@ -279,7 +280,7 @@ command_runner add_cache_command(CLI::App& app) {
     if (*which == "verify") return run_verify(*args);
     if (*which == "prune") return run_prune(*args);
     if (*which == "push") return run_push(*args);
-    if (*which == "pull") return run_cache_pull(args->path, args->targets, args->packages, args->remote, args->json);
+    if (*which == "pull") return run_cache_pull(args->path, args->targets, args->packages, args->remote);
     return run_clear(*args);
   };
 }

@@ -188,9 +188,11 @@ command_runner add_warm_command(CLI::App& app) {
 }
 
 void add_remote_options(CLI::App& cmd, fatpack::detail::cache::remote_settings& o) {
+  // The runtime's variable too: a node configured through the environment must not pull unsigned.
   cmd.add_option("--key", o.key_file,
-                 "Signing key file (>= 32 bytes, mode 0600; FATPACK_CACHE_REMOTE_KEY): uploads are signed with it "
-                 "and entries not signed with it are refused");
+                 "Signing key file (>= 32 bytes, mode 0600; default: $FATPACK_CACHE_REMOTE_KEY): uploads are signed "
+                 "with it and entries not signed with it are refused")
+      ->envname("FATPACK_CACHE_REMOTE_KEY");
   cmd.add_flag("--trust-all-writers", o.trust_all_writers,
                "Write to a remote without a key: whoever can write the store can then run code on every node");
   cmd.add_option("--credentials", o.credentials_file, "HTTP: a file with one line \"bearer TOKEN\" or \"basic USER:PASSWORD\"");
@@ -199,7 +201,7 @@ void add_remote_options(CLI::App& cmd, fatpack::detail::cache::remote_settings& 
 }
 
 int run_cache_pull(const std::string& path, const std::vector<std::string>& targets,
-                   const std::vector<std::string>& packages, const fatpack::detail::cache::remote_settings& remote, bool) {
+                   const std::vector<std::string>& packages, const fatpack::detail::cache::remote_settings& remote) {
   warm_args a;
   a.path = path;
   a.targets = targets;

@@ -71,7 +71,7 @@ std::string cache_dir_argument(const std::string& path);
 void add_remote_options(CLI::App& cmd, fatpack::detail::cache::remote_settings& o);
 // `fatpack cache pull --remote URL [--path DIR] [--target ...] PACKAGE...` (cmd_warm.cpp).
 int run_cache_pull(const std::string& path, const std::vector<std::string>& targets,
-                   const std::vector<std::string>& packages, const fatpack::detail::cache::remote_settings& remote, bool json);
+                   const std::vector<std::string>& packages, const fatpack::detail::cache::remote_settings& remote);
 
 // The items of a repeatable list option: every occurrence, each split at commas, empty items dropped
 // (`--gpu sm_86 --gpu sm_90,sm_120` -> sm_86, sm_90, sm_120).

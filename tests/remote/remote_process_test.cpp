@@ -281,6 +281,19 @@ TEST_CASE("the CLI: warm --push publishes, cache pull fetches, cache push upload
                        env);
   CHECK(bad.has("0 pulled"));
   CHECK(bad.has("2 not in the remote"));
+  // The key named by the environment, as the runtime reads it: the same refusal (before, the CLI
+  // ignored FATPACK_CACHE_REMOTE_KEY and pulled both entries unchecked).
+  env_map with_env_key = env;
+  with_env_key["FATPACK_CACHE_REMOTE_KEY"] = other;
+  auto env_key = run_child({FATPACK_CLI, "cache", "pull", "--path", dir + "/r", "--remote", server.url(), "--target",
+                            "sm_90", pkg},
+                           with_env_key);
+  CHECK(env_key.has("0 pulled"));
+  // pull has no JSON form: --json is refused, not ignored (before, it printed the text lines).
+  auto json = run_child({FATPACK_CLI, "cache", "pull", "--json", "--path", dir + "/s", "--remote", server.url(), "--key",
+                         key, "--target", "sm_90", pkg},
+                        env);
+  CHECK(json.status == 2);
   // cache push of the pulled cache: both already there; an invalid entry is reported, never sent.
   auto entries = files_under(dir + "/p", ".fpc");
   REQUIRE(entries.size() == 2);
