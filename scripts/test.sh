@@ -5,7 +5,8 @@
 # not the CLI tests) built again under ASan+UBSan (build-asan/) and the thread pool's, the JIT
 # service's and the cache's threaded and stress tests under TSan (build-tsan/), only the targets
 # those tests need (FATPACK_SANITIZE, README "Tests", docs/reliability.md §3).
-# FATPACK_SANITIZER_JOBS=0 skips them (a quick local run); =asan or =tsan runs only that one.
+# FATPACK_SANITIZER_JOBS=0 skips them (a quick local run); =asan or =tsan runs only that one; 1 (the
+# default) both; anything else is refused.
 # Each phase prints how long it took ("test.sh: ... took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,14 +19,21 @@ took() {  # took WHAT: prints the seconds since the last took (or the start)
 took "install-deps"
 build=${FATPACK_BUILD_DIR:-build}
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release
+# The test sources at -O0 (FATPACK_TEST_CXX_FLAGS; core, the runtime, the tool, the samples and the
+# benchmarks stay Release): the doctest-heavy files compile 3.6 times faster (cache_unit_test.cpp:
+# 9 s against 33 s), about a quarter of the main build on the 2-core CI machine.
+cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFATPACK_TEST_CXX_FLAGS=-O0
 cmake --build "$build" -j "$(nproc)"
 took "main build"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
 took "main ctest"
 
 jobs=${FATPACK_SANITIZER_JOBS:-1}
-[ "$jobs" = 0 ] && exit 0
+case "$jobs" in
+  0) exit 0 ;;
+  1 | asan | tsan) ;;
+  *) echo "test.sh: FATPACK_SANITIZER_JOBS='$jobs': expected 1 (both, the default), 0 (none), asan or tsan" >&2; exit 2 ;;
+esac
 # sanitizer_job NAME SANITIZE TESTS...: builds the tests' executables (CMake adds what they depend on)
 # into $build-NAME and runs them; a sanitizer report fails the test that printed it.
 sanitizer_job() {

@@ -113,7 +113,7 @@ command_runner add_build_command(CLI::App& app) {
                "that the runtime links with nvJitLink (link-time optimisation) where it knows the GPU, and the SASS is "
                "nvJitLink's -lto link of the LTO-IR (the nvcc -dlink one, with a warning, without nvJitLink).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
-  cmd->add_option("--name", o->name, "Package name (default: output file name without extension)");
+  cmd->add_option("--name", o->name, "Package name (default: the output file name up to its first '.')");
   cmd->add_option("--arch", o->arch,
                   "Targets in CMake CUDA_ARCHITECTURES syntax: 75-real,90-real,120-virtual; a bare 90 means "
                   "real + virtual; all, all-major (repeatable: --arch 80-real --arch 90-real is --arch 80-real,90-real)")

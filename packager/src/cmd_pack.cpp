@@ -175,7 +175,7 @@ command_runner add_pack_command(CLI::App& app) {
               "after '--': the nvcc options the PTX files were compiled with; those the JIT needs (-maxrregcount, "
               "-lineinfo, -G, -Xptxas -O<n>) are recorded on them (fatbins record their own).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
-  cmd->add_option("--name", o->name, "Package name the runtime looks up (default: output file name without extension)");
+  cmd->add_option("--name", o->name, "Package name the runtime looks up (default: the output file name up to its first '.')");
   cmd->add_option("--module", o->module,
                   "Module name for every input (default: each input's file name up to the first '.')");
   cmd->add_flag("--link", o->link,

@@ -429,6 +429,23 @@ TEST_CASE("default log level: the first warning of a process gets one line; FATP
   CHECK(err_typo.find("FATPACK_LOG=warn shows all") != std::string::npos);
 }
 
+TEST_CASE("FATPACK_JIT_BACKEND: any case names the back end; anything else is a warning, not silently culink") {
+  auto run = [](const char* backend) {
+    return probe({"--package", ptx_package(), "load", "vadd"},
+                 fake({{"FATPACK_JIT_BACKEND", backend}, {"FATPACK_NVJITLINK", "/nonexistent/libnvJitLink.so"},
+                       {"FATPACK_LOG", "warn"}, {"FATPACK_CACHE_DISABLE", "1"}}));
+  };
+  auto typo = run("nvjitlnk");  // before: culink, not a word said
+  INFO(typo.err);
+  CHECK(typo.has("load vadd device=0 ok"));
+  CHECK(typo.err.find("FATPACK_JIT_BACKEND='nvjitlnk' is neither culink nor nvjitlink; using culink") != std::string::npos);
+  auto upper = run("NVJITLINK");  // nvJitLink asked for (missing here: the fallback's warning says so)
+  INFO(upper.err);
+  CHECK(upper.has("load vadd device=0 ok"));
+  CHECK(upper.err.find("is neither") == std::string::npos);
+  CHECK(upper.err.find("nvJitLink") != std::string::npos);
+}
+
 TEST_CASE("log lines on stderr carry no control characters from the text they quote") {
   // FATPACK_JIT_THREADS is quoted in its warning; so are a cache entry's key text and a driver's log.
   // Before: written as they were (terminal escapes, a carriage return that overwrites the line).

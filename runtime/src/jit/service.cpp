@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <optional>
 
@@ -168,7 +169,19 @@ jit_backend jit_backend_in_use() {
   int b = g_backend.load();
   if (b >= 0) return static_cast<jit_backend>(b);
   const char* env = os::getenv("FATPACK_JIT_BACKEND");
-  return env && std::string(env) == "nvjitlink" ? jit_backend::nvjitlink : jit_backend::culink;
+  if (!env || !*env) return jit_backend::culink;
+  std::string v(env);
+  if (v.size() <= 16)
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "nvjitlink") return jit_backend::nvjitlink;
+  if (v != "culink") {  // a typo must not pass unnoticed as the other back end
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      log_line(log_level::warn, "FATPACK_JIT_BACKEND='" + core::printable_text(env, 64) +
+                                    "' is neither culink nor nvjitlink; using culink");
+    });
+  }
+  return jit_backend::culink;
 }
 
 jit_service& jit_service::instance() {
