@@ -324,9 +324,10 @@ void queue_pieces(piece_set& set) {
   // In the module's order, not largest first as warm() queues: a program that asks for kernels one
   // after another in the order they are declared then finds the first ones compiling already. Queued
   // largest first, those were anywhere in the queue and each one asked for compiled only then, on the
-  // asking thread, one after another: 5 kernels of a 400-kernel module took 563 ms on the H100
-  // against 191 ms in this order, and all 400 took no longer (docs/benchmarks.md). A kernel asked
-  // for before its turn does not wait for it: function() takes its queued piece over.
+  // asking thread, one after another: 5 kernels of a 400-kernel module took 533 ms on the H100
+  // against 194 ms in this order, side by side, and all 400 the same within the runs' spread
+  // (docs/benchmarks.md). A kernel asked for before its turn does not wait for it: function() takes
+  // its queued piece over.
   for (std::uint32_t i = 0; i < set.slots.size(); ++i) {
     auto t = jit.enqueue(piece_request(set, i));
     std::lock_guard<std::mutex> lock(set.slots[i]->mu);
