@@ -2,8 +2,8 @@
 # Runs tests/cache/cache_security_test as an unprivileged user (issue 10). As root: creates the user
 # `fatpack-sec` (useradd), a root-owned cache root for the foreign-owner case and a setuid-root copy
 # of the probe for the AT_SECURE case (on a nosuid file system the test says it skipped and why),
-# then runs the binary as that user with a 60 s bound. The test, the probe and the fake driver are
-# copied into a work directory of mode 0755 first: the build tree may sit under a directory that
+# then runs the binary as that user with a 60 s bound. The test, the probe, the fake driver and the
+# test artifacts are copied into a work directory of mode 0755 first: the build tree may sit under a directory that
 # user cannot enter (a clone inside `mktemp -d`, mode 0700). Not root: runs it as the current user
 # (it then skips the cases that need what only root can prepare).
 set -euo pipefail
@@ -23,12 +23,13 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 mkdir -p "$work/foreign/v1" && chmod 755 "$work/foreign" "$work/foreign/v1"
 cp "$probe" "$work/probe-suid" && chown root:root "$work/probe-suid" && chmod 4755 "$work/probe-suid"
-# What the test runs, where that user can reach it (the test reads FATPACK_TEST_PROBE and
-# FATPACK_TEST_FAKECUDA; its temporary directories are under /tmp).
+# What the test runs and reads, where that user can reach it (the test reads FATPACK_TEST_PROBE,
+# FATPACK_TEST_FAKECUDA and FATPACK_TEST_ARTIFACTS; its temporary directories are under /tmp).
 cp "$bin" "$work/cache_security_test" && cp "$probe" "$work/probe" && cp "$fake" "$work/libfakecuda.so"
-chmod 755 "$work/cache_security_test" "$work/probe" && chmod 644 "$work/libfakecuda.so"
+cp -r "$build/tests/artifacts" "$work/artifacts"
+chmod 755 "$work/cache_security_test" "$work/probe" && chmod 644 "$work/libfakecuda.so" && chmod -R a+rX "$work/artifacts"
 echo "security tests as $user (uid $(id -u "$user")); probe $probe"
 cd "$work"
 timeout 60 runuser -u "$user" -- env FATPACK_SEC_FOREIGN_DIR="$work/foreign" \
   FATPACK_SEC_SETUID_PROBE="$work/probe-suid" FATPACK_TEST_PROBE="$work/probe" \
-  FATPACK_TEST_FAKECUDA="$work/libfakecuda.so" "$work/cache_security_test"
+  FATPACK_TEST_FAKECUDA="$work/libfakecuda.so" FATPACK_TEST_ARTIFACTS="$work/artifacts" "$work/cache_security_test"

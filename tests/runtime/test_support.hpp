@@ -28,7 +28,12 @@ extern char** environ;
 
 namespace fatpack_test {
 
-inline std::string artifact(const std::string& name) { return std::string(FATPACK_TEST_ARTIFACTS) + "/" + name; }
+// The build's test artifacts, or the copy the environment names (FATPACK_TEST_ARTIFACTS: .ci/security.sh
+// copies them where the unprivileged user it runs the security test as can read them).
+inline std::string artifact(const std::string& name) {
+  const char* dir = std::getenv("FATPACK_TEST_ARTIFACTS");
+  return std::string(dir && *dir ? dir : FATPACK_TEST_ARTIFACTS) + "/" + name;
+}
 
 inline std::vector<std::uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
