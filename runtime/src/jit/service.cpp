@@ -3,6 +3,7 @@
 
 #include "jit/nvjitlink.hpp"
 #include "platform/clock.hpp"
+#include "platform/env.hpp"
 #include "platform/log.hpp"
 #include "platform/os.hpp"
 
@@ -170,9 +171,7 @@ jit_backend jit_backend_in_use() {
   if (b >= 0) return static_cast<jit_backend>(b);
   const char* env = os::getenv("FATPACK_JIT_BACKEND");
   if (!env || !*env) return jit_backend::culink;
-  std::string v(env);
-  if (v.size() <= 16)
-    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string v = lower_word(env);
   if (v == "nvjitlink") return jit_backend::nvjitlink;
   if (v != "culink") {  // a typo must not pass unnoticed as the other back end
     static std::once_flag warned;

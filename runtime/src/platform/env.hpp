@@ -14,11 +14,18 @@
 
 namespace fatpack::detail {
 
+// A variable's value in lower case (empty for null): the variables that take words read them in
+// any letter case (these switches, FATPACK_LOG, FATPACK_JIT_BACKEND).
+inline std::string lower_word(const char* value) {
+  std::string v;
+  for (const char* p = value; p && *p; ++p) v += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  return v;
+}
+
 // true / false for a recognised word, nullopt otherwise (null, empty, "2", "enabled").
 inline std::optional<bool> parse_flag(const char* value) {
   if (!value) return std::nullopt;
-  std::string v;
-  for (const char* p = value; *p; ++p) v += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  const std::string v = lower_word(value);
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off") return false;
   return std::nullopt;

@@ -1,12 +1,12 @@
 // Logging (see log.hpp).
 #include "platform/log.hpp"
 
+#include "platform/env.hpp"
 #include "platform/os.hpp"
 
 #include "fatpack/core/hex.hpp"
 
 #include <atomic>
-#include <cctype>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -19,10 +19,7 @@ namespace {
 // FATPACK_LOG's level, any case (docs/runtime.md §5); nullopt for a value that names none, which then
 // counts as unset (a typo must not silence the first warning, as `off` does on purpose).
 std::optional<log_level> parse_level(const char* s) {
-  if (!s || !*s) return std::nullopt;
-  std::string v(s);
-  if (v.size() > 16) return std::nullopt;
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string v = lower_word(s);
   if (v == "off" || v == "0" || v == "none") return log_level::off;
   if (v == "error") return log_level::error;
   if (v == "warn" || v == "warning") return log_level::warn;
