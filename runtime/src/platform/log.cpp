@@ -28,23 +28,18 @@ std::optional<log_level> parse_level(const char* s) {
   return std::nullopt;
 }
 
-// FATPACK_LOG set to something that names no level.
-bool level_unknown_in_environment() {
-  const char* v = os::getenv("FATPACK_LOG");
-  return v && *v && !parse_level(v);
-}
-
 const char* const k_first_warning_hint =
     " (fatpack reports only its first warning by default; FATPACK_LOG=warn shows all, FATPACK_LOG=off none)";
 
-bool level_chosen_by_environment() { return parse_level(os::getenv("FATPACK_LOG")).has_value(); }
-
 struct log_state {
-  std::atomic<int> level{static_cast<int>(parse_level(os::getenv("FATPACK_LOG")).value_or(log_level::off))};
-  // Nobody chose a level (FATPACK_LOG unset or empty, set_log_level never called): the first warning
-  // or error of the process still gets one line, so a degradation (a read-only cache, a refused
-  // cache entry) is never silent. Cleared once that line is out, or when a level is chosen.
-  std::atomic<bool> first_warning_pending{!level_chosen_by_environment()};
+  // `chosen`: the level FATPACK_LOG names, if it names one.
+  explicit log_state(std::optional<log_level> chosen)
+      : level{static_cast<int>(chosen.value_or(log_level::off))}, first_warning_pending{!chosen} {}
+  std::atomic<int> level;
+  // Nobody chose a level (FATPACK_LOG unset, empty or naming none, set_log_level never called): the
+  // first warning or error of the process still gets one line, so a degradation (a read-only cache, a
+  // refused cache entry) is never silent. Cleared once that line is out, or when a level is chosen.
+  std::atomic<bool> first_warning_pending;
   std::mutex mu;  // serialises the callback's lines and guards callback
   std::function<void(log_level, std::string_view)> callback;
   // Whether callback is set, read without mu: a thread that defers (it holds a lock of fatpack's or
@@ -55,12 +50,14 @@ struct log_state {
 
 log_state& state() {
   static log_state* s = [] {
-    auto* made = new log_state();  // leaked: logging may happen from static destructors
-    if (level_unknown_in_environment())
+    const char* env = os::getenv("FATPACK_LOG");
+    const std::optional<log_level> chosen = parse_level(env);
+    auto* made = new log_state(chosen);  // leaked: logging may happen from static destructors
+    if (env && *env && !chosen)
       std::fprintf(stderr,
                    "fatpack: warn: FATPACK_LOG='%s' names no level (off, error, warn, info or debug); "
                    "using the default (the first warning only)\n",
-                   fatpack::core::printable_text(os::getenv("FATPACK_LOG"), 64).c_str());
+                   fatpack::core::printable_text(env, 64).c_str());
     return made;
   }();
   return *s;
