@@ -16,11 +16,6 @@
 namespace fatpack::tool {
 namespace {
 
-// Text from the cache's files (an entry's key texts, a problem quoting them) as the terminal gets
-// it: control characters (C0, DEL, C1) and malformed UTF-8 as '?', so a planted entry cannot write
-// escape sequences or fake lines.
-std::string printable(const std::string& s) { return fatpack::core::terminal_text(s); }
-
 namespace fc = fatpack::detail::cache;
 
 int failed(const fatpack::error& e) {
@@ -101,7 +96,7 @@ int run_stats(const cache_args& a) {
     print_json({{"stats", stats_json(s)}});
     return exit_ok;
   }
-  std::printf("cache:        %s%s\n", s.path.c_str(), s.writable ? "" : " (read-only)");
+  std::printf("cache:        %s%s\n", printable(s.path).c_str(), s.writable ? "" : " (read-only)");
   std::printf("entries:      %llu, %s on disk for %s of SASS (%.2f bytes per cubin byte)\n",
               static_cast<unsigned long long>(s.entries), human_size(s.bytes).c_str(), human_size(s.cubin_bytes).c_str(),
               per_cubin_byte(s.bytes, s.cubin_bytes));
@@ -136,7 +131,7 @@ int run_list(const cache_args& a) {
                 static_cast<unsigned long long>(e.cubin_bytes), static_cast<unsigned long long>(e.disk_bytes),
                 when(e.last_use_unix_s).c_str(), printable(e.driver_text).c_str(), printable(e.code_name).c_str());
   }
-  std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), (*c)->path().c_str());
+  std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), printable((*c)->path()).c_str());
   // Not listed, but not hidden: an entry file the runtime would refuse (never served; `verify
   // --repair` removes it).
   for (const auto& p : unreadable)
@@ -157,7 +152,7 @@ int run_verify(const cache_args& a) {
     for (const auto& p : problems)
       print_error(printable(p.file + ": " + p.problem) + (p.removed ? " (removed)" : ""));
     if (problems.empty())
-      std::printf("%s: ok (%s)\n", (*c)->path().c_str(), count_of(checked, "entry", "entries").c_str());
+      std::printf("%s: ok (%s)\n", printable((*c)->path()).c_str(), count_of(checked, "entry", "entries").c_str());
   }
   // Repaired problems leave a sound cache; unrepaired ones are a failure.
   for (const auto& p : problems)
@@ -177,7 +172,7 @@ int run_prune(const cache_args& a) {
                 {"bytes_freed", r.bytes_freed}, {"bytes_left", r.bytes_left}});
     return exit_ok;
   }
-  std::printf("%s: removed %s (%s), %s left (limit %s)\n", (*c)->path().c_str(),
+  std::printf("%s: removed %s (%s), %s left (limit %s)\n", printable((*c)->path()).c_str(),
               count_of(r.removed, "entry", "entries").c_str(), human_size(r.bytes_freed).c_str(),
               human_size(r.bytes_left).c_str(), human_size(max_bytes).c_str());
   return exit_ok;
@@ -191,7 +186,7 @@ int run_clear(const cache_args& a) {
   if (a.json)
     print_json({{"path", (*c)->path()}, {"removed", before.entries}, {"bytes_freed", before.bytes}});
   else
-    std::printf("%s: removed %s (%s)\n", (*c)->path().c_str(), count_of(before.entries, "entry", "entries").c_str(),
+    std::printf("%s: removed %s (%s)\n", printable((*c)->path()).c_str(), count_of(before.entries, "entry", "entries").c_str(),
                 human_size(before.bytes).c_str());
   return exit_ok;
 }
@@ -208,7 +203,7 @@ int run_push(const cache_args& a) {
   } else {
     for (const auto& p : r->problems) print_error(p);
     std::printf("%s -> %s: %s, %llu uploaded, %llu already there, %llu invalid (not sent), %llu failed\n",
-                (*c)->path().c_str(), where.c_str(), count_of(r->entries, "valid entry", "valid entries").c_str(),
+                printable((*c)->path()).c_str(), where.c_str(), count_of(r->entries, "valid entry", "valid entries").c_str(),
                 static_cast<unsigned long long>(r->uploaded), static_cast<unsigned long long>(r->present),
                 static_cast<unsigned long long>(r->invalid), static_cast<unsigned long long>(r->failed));
   }

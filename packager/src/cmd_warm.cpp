@@ -30,14 +30,16 @@ struct warm_args {
 
 // One line per item that says what happened; the selector's or the JIT's words for the why.
 void print_item(const fc::warm_item& it) {
-  std::string what = it.package + "/" + it.module + " for " + core::sm_name(it.target);
+  // Names and entry descriptions come from the package: printable, as `inspect` shows them.
+  std::string what = printable(it.package + "/" + it.module) + " for " + core::sm_name(it.target);
   if (it.pieces) what += " in " + std::to_string(it.pieces) + " pieces";
+  const std::string entry = printable(it.entry);
   switch (it.result) {
     case fc::warm_item::outcome::compiled:
-      std::printf("compiled       %s from %s (%.0f ms)\n", what.c_str(), it.entry.c_str(), it.jit_ms);
+      std::printf("compiled       %s from %s (%.0f ms)\n", what.c_str(), entry.c_str(), it.jit_ms);
       break;
     case fc::warm_item::outcome::already_cached:
-      std::printf("already cached %s (%s)\n", what.c_str(), it.entry.c_str());
+      std::printf("already cached %s (%s)\n", what.c_str(), entry.c_str());
       break;
     case fc::warm_item::outcome::has_sass:
       std::printf("has SASS       %s: %s\n", what.c_str(), it.message.c_str());
@@ -49,10 +51,10 @@ void print_item(const fc::warm_item& it) {
       std::printf("FAILED         %s: %s\n", what.c_str(), it.message.c_str());
       break;
     case fc::warm_item::outcome::pulled:
-      std::printf("pulled         %s (%s) from the remote\n", what.c_str(), it.entry.c_str());
+      std::printf("pulled         %s (%s) from the remote\n", what.c_str(), entry.c_str());
       break;
     case fc::warm_item::outcome::not_found:
-      std::printf("not found      %s (%s): %s\n", what.c_str(), it.entry.c_str(), it.message.c_str());
+      std::printf("not found      %s (%s): %s\n", what.c_str(), entry.c_str(), it.message.c_str());
       break;
   }
   std::fflush(stdout);
@@ -138,13 +140,13 @@ int run_warm(const warm_args& a) {
   using oc = fc::warm_item::outcome;
   if (a.pull) {
     std::printf("%s: %zu pulled, %zu already cached, %zu not in the remote, %zu have SASS, %zu with nothing that fits\n",
-                (*cache)->path().c_str(), counts[int(oc::pulled)], counts[int(oc::already_cached)],
+                printable((*cache)->path()).c_str(), counts[int(oc::pulled)], counts[int(oc::already_cached)],
                 counts[int(oc::not_found)], counts[int(oc::has_sass)], counts[int(oc::no_ptx)]);
     return exit_ok;  // a miss is not a failure: the node compiles what the remote lacks
   }
   std::printf("%s: %zu compiled (%.0f ms of JIT), %zu already cached, %zu pulled, %zu have SASS, %zu with nothing "
               "that fits, %zu failed\n",
-              (*cache)->path().c_str(), counts[int(oc::compiled)], jit_ms, counts[int(oc::already_cached)],
+              printable((*cache)->path()).c_str(), counts[int(oc::compiled)], jit_ms, counts[int(oc::already_cached)],
               counts[int(oc::pulled)], counts[int(oc::has_sass)], counts[int(oc::no_ptx)], counts[int(oc::failed)]);
   if (!a.remote.url.empty()) {
     const auto st = fatpack::cache_stats();

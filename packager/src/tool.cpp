@@ -2,6 +2,8 @@
 
 #include "file_io.hpp"
 
+#include "fatpack/core/hex.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +11,8 @@
 #include <unistd.h>
 
 namespace fatpack::tool {
+
+std::string printable(const std::string& s) { return fatpack::core::terminal_text(s); }
 
 void print_error(const std::string& message) { std::cerr << "fatpack: error: " << message << "\n"; }
 void print_warning(const std::string& message) { std::cerr << "fatpack: warning: " << message << "\n"; }

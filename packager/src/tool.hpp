@@ -26,6 +26,11 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;
 inline constexpr int exit_usage = 2;
 
+// Text from outside (a cache path from the environment, names from a package, an entry's key texts)
+// as the terminal gets it: control characters (C0, DEL, C1) and malformed UTF-8 as '?', so it cannot
+// write escape sequences or fake lines.
+std::string printable(const std::string& s);
+
 void print_error(const std::string& message);
 void print_warning(const std::string& message);
 bool stderr_is_terminal();

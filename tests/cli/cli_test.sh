@@ -196,6 +196,15 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   ! grep -q $'[\x1b\r]' out.txt || fail "cache list printed control characters from a key text"
   run 1 "$fatpack" cache verify --path "$work/codec-default"
   ! grep -q $'[\x1b\r]' err.txt || fail "cache verify printed control characters from a key text"
+  # Names from a package and a cache path from outside reach the terminal with '?' for each control
+  # character (before, warm and the cache commands printed them as they were).
+  run 0 "$fatpack" pack -o esc.fpk --name $'n\e[31mX' --module $'m\e[2J' "$art/vadd.compute_80.ptx"
+  escp=$work/$'c\e]0;T\a'
+  run 0 "$fatpack" warm --path "$escp" --target sm_100 esc.fpk
+  expect_in out.txt "^compiled +n\?\[31mX/m\?\[2J for sm_100"
+  ! grep -q $'[\x1b\x07]' out.txt || fail "warm printed control characters from a package name or the cache path"
+  run 0 "$fatpack" cache list --path "$escp"
+  ! grep -q $'[\x1b\x07]' out.txt || fail "cache list printed control characters from the cache path"
   # Errors: a bad target is a usage error; no driver and a failing JIT are failures that say why.
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"
