@@ -132,8 +132,9 @@ int run_list(const cache_args& a) {
                 when(e.last_use_unix_s).c_str(), printable(e.driver_text).c_str(), printable(e.code_name).c_str());
   }
   std::printf("%s in %s\n", count_of(entries.size(), "entry", "entries").c_str(), printable((*c)->path()).c_str());
-  // Not listed, but not hidden: an entry file the runtime would refuse (never served; `verify
-  // --repair` removes it).
+  // Not listed, but not hidden: an entry file the runtime would refuse (never served), a file that is
+  // no entry, an item of objects/ that is not a fan-out directory. `verify --repair` removes each
+  // of them but a directory, and says so.
   for (const auto& p : unreadable)
     print_warning(printable(p.file + ": " + p.problem) + " (not listed; fatpack cache verify --repair removes it)");
   return exit_ok;

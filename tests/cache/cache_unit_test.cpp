@@ -645,7 +645,8 @@ TEST_CASE("an entry holding another key names an NVRTC key as one, not with the 
     CHECK(p.problem == "entry holds another key than its file name says (NVRTC source key " + hi + lo + ", sm_90)");
   }
   CHECK(seen);
-  // `fatpack cache list` names both copies as the NVRTC source key they hold, never as PTX; a PTX
+  // `fatpack cache list` names the NVRTC entry as the NVRTC source key it holds, never as PTX, and
+  // the copy under another name as verify does (before: listed as an entry like any other); a PTX
   // JIT entry keeps its text.
   const full_key ptx_key = make_full_key(key_for(0x5c));
   REQUIRE(d->write(ptx_key, fatpack::core::byte_span(cubin90()), why) == 0);
@@ -653,7 +654,8 @@ TEST_CASE("an entry holding another key names an NVRTC key as one, not with the 
   // (before: every text that was not an NVRTC key was called a PTX JIT).
   REQUIRE(d->write(odd, fatpack::core::byte_span(cubin90()), why) == 0);
   int nvrtc_entries = 0, ptx_entries = 0, unknown_entries = 0;
-  for (const auto& e : (*a)->list()) {
+  std::vector<entry_problem> unlisted;
+  for (const auto& e : (*a)->list(&unlisted)) {
     if (e.kind == "nvrtc-source") {
       ++nvrtc_entries;
       CHECK(e.code_name == "NVRTC source key " + hi + lo + ", sm_90");
@@ -667,9 +669,12 @@ TEST_CASE("an entry holding another key names an NVRTC key as one, not with the 
       CHECK(e.code_name == ptx_key.code.text);
     }
   }
-  CHECK(nvrtc_entries == 2);
+  CHECK(nvrtc_entries == 1);
   CHECK(ptx_entries == 1);
   CHECK(unknown_entries == 1);
+  REQUIRE(unlisted.size() == 1);
+  CHECK(unlisted[0].file == d->entry_path(want));
+  CHECK(unlisted[0].problem == "entry holds another key than its file name says (NVRTC source key " + hi + lo + ", sm_90)");
 }
 
 TEST_CASE("entries: a stored entry whose header and texts were re-checksummed to lie is still refused") {

@@ -167,6 +167,49 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   cp whole-entry.fpc "$cut"
   run 0 "$fatpack" cache verify --path "$c"
   run 0 "$fatpack" cache stats --path "$c" --json
+  json "assert d['stats']['entries'] == 2 and d['stats']['writable'], d"
+  run 0 "$fatpack" cache stats --path "$c"
+  ! grep -q "read-only" out.txt || fail "cache stats called a writable cache read-only"
+  # Planted in objects/ (an attacker review): a symlink and a file where fan-out directories belong,
+  # a directory of another name, a file of no entry name, an entry filed under another key's name.
+  # Before, the symlink made list, stats and verify refuse the whole cache as a "prebuilt cache", and
+  # the rest was listed as entries or left out without a word. Now list lists the one sound entry and
+  # warns about each of the others; verify names each and fails; --repair removes all but the
+  # directory (it says so, and fails), never what the link points to.
+  run 0 "$fatpack" cache list --path "$c" --json
+  read -r e0 e1 < <(python3 -c "import json; print(*[e['file'] for e in json.load(open('out.txt'))['entries']])")
+  cp "$e1" second-entry.fpc
+  cp "$e0" "$e1"
+  mkdir -p "$work/elsewhere" && echo keep > "$work/elsewhere/keep"
+  ln -s "$work/elsewhere" "$c/v1/objects/zz"
+  echo x > "$c/v1/objects/ab"
+  mkdir "$c/v1/objects/not-a-fan-out"
+  echo junk > "$(dirname "$e0")/junk"
+  planted=("$c/v1/objects/zz" "$c/v1/objects/ab" "$c/v1/objects/not-a-fan-out" "$(dirname "$e0")/junk" "$e1")
+  run 0 "$fatpack" cache list --path "$c"
+  expect_in out.txt "^1 entry in "
+  for p in "${planted[@]}"; do expect_in err.txt "^fatpack: warning: $p: .*not listed"; done
+  expect_in err.txt "zz: is a symbolic link: not followed"
+  expect_in err.txt "$e1: entry holds another key than its file name says"
+  run 0 "$fatpack" cache list --path "$c" --json
+  json "assert len(d['entries']) == 1 and sorted(u['file'] for u in d['unreadable']) == sorted('''${planted[*]}'''.split()), d"
+  run 0 "$fatpack" cache stats --path "$c"
+  run 1 "$fatpack" cache verify --path "$c"
+  for p in "${planted[@]}"; do expect_in err.txt "^fatpack: error: $p: "; done
+  run 1 "$fatpack" cache verify --path "$c" --repair
+  for p in "${planted[@]}"; do
+    [ "$p" = "$c/v1/objects/not-a-fan-out" ] && continue
+    expect_in err.txt "^fatpack: error: $p: .*\\(removed\\)"
+    [ ! -e "$p" ] && [ ! -L "$p" ] || fail "verify --repair left $p"
+  done
+  expect_in err.txt "not-a-fan-out: .*not removed: a directory"
+  [ -f "$work/elsewhere/keep" ] || fail "verify --repair removed what the planted link pointed to"
+  rmdir "$c/v1/objects/not-a-fan-out"
+  run 0 "$fatpack" cache verify --path "$c"
+  expect_in out.txt ": ok \\(1 entry\\)"
+  cp second-entry.fpc "$e1"
+  run 0 "$fatpack" cache verify --path "$c" --repair  # the index counts the restored entry again
+  run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['stats']['entries'] == 2, d"
   run 0 "$fatpack" cache prune --path "$c" --max-size 1
   expect_in out.txt "removed 2 entries"
@@ -192,8 +235,8 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   esc=$(ls "$work"/codec-default/v1/objects/*/*.fpc)
   python3 -c "import struct,sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); t=struct.unpack_from('<I', b, 12)[0]; b[t:t+20]=b'\x1b[2J\x1b[31mEVIL\rXXXXXX'; open(p,'wb').write(b)" "$esc"
   run 0 "$fatpack" cache list --path "$work/codec-default"
-  expect_in out.txt "\?\[2J\?\[31mEVIL\?XXXXXX"
-  ! grep -q $'[\x1b\r]' out.txt || fail "cache list printed control characters from a key text"
+  expect_in err.txt "\?\[2J\?\[31mEVIL\?XXXXXX"  # filed under the old text's key: a warning now
+  ! grep -q $'[\x1b\r]' out.txt err.txt || fail "cache list printed control characters from a key text"
   run 1 "$fatpack" cache verify --path "$work/codec-default"
   ! grep -q $'[\x1b\r]' err.txt || fail "cache verify printed control characters from a key text"
   # Names from a package and a cache path from outside reach the terminal with '?' for each control

@@ -6,6 +6,7 @@
 #include "cache/eviction.hpp"
 #include "cache/fs.hpp"
 
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -73,9 +74,10 @@ result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_onl
   file_stat st;
   if (read_only) {
     // A missing cache is an empty one; an existing one must pass the same ownership rules as a
-    // prebuilt layer (ours, or root's; not writable by group/others).
+    // prebuilt layer (ours, or root's; not writable by group/others) down to objects/. Its fan-out
+    // directories are checked one by one by the scans below, which report the ones that break them.
     if (f.stat(format_dir(dir), st) == 0) {
-      dir_verdict v = check_prebuilt_dir(dir);
+      dir_verdict v = check_cache_dir_for_reading(dir);
       if (v.access == dir_access::refused) return error{errc::invalid_argument, 0, v.warning, {}};
     }
     // Entries are read, never mapped (here and below): the directory may be a prebuilt layer or on a
@@ -94,7 +96,9 @@ result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_onl
 disk_stats admin_impl::stats() {
   disk_stats s;
   s.path = d_->root();
-  s.writable = d_->writable();
+  // Whether this user may write the cache, not whether this command opened it for writing (stats
+  // only reads): access() also sees a read-only mount.
+  s.writable = d_->writable() || ::access(d_->dir().c_str(), W_OK) == 0;
   s.max_bytes = d_->max_bytes();
   for (const auto& it : d_->scan()) {
     if (it.temp) {
@@ -122,15 +126,28 @@ disk_stats admin_impl::stats() {
 std::vector<entry_info> admin_impl::list(std::vector<entry_problem>* unreadable) {
   std::vector<entry_info> out;
   auto idx = d_->index();
-  for (const auto& it : d_->scan()) {
+  std::vector<cache_dir::stray_item> strays;
+  for (const auto& it : d_->scan(&strays)) {
     if (it.temp) continue;
     index_slot slot;
-    if (!parse_file_name(it.name, slot.code, slot.driver)) continue;
+    if (!parse_file_name(it.name, slot.code, slot.driver)) {
+      if (unreadable) unreadable->push_back(entry_problem{it.path, "not a cache entry name", false});
+      continue;
+    }
     entry_header h;
     entry_info e;
     std::string problem;
     if (!read_head(it.path, it.st.size, h, e.code_text, e.driver_text, problem)) {
       if (unreadable) unreadable->push_back(entry_problem{it.path, problem, false});
+      continue;
+    }
+    // Filed under another key's name: the runtime never serves it (verify says the same).
+    if (code_key_of_text(e.code_text).hash != slot.code ||
+        XXH3_64bits(e.driver_text.data(), e.driver_text.size()) != slot.driver) {
+      if (unreadable)
+        unreadable->push_back(entry_problem{
+            it.path, "entry holds another key than its file name says (" + describe_code_text(e.code_text) + ")",
+            false});
       continue;
     }
     e.file = it.path;
@@ -155,6 +172,8 @@ std::vector<entry_info> admin_impl::list(std::vector<entry_problem>* unreadable)
     if (idx && idx->find(slot.code, slot.driver, &found)) e.last_use_unix_s = found.last_use_s;
     out.push_back(std::move(e));
   }
+  if (unreadable)
+    for (auto& st : strays) unreadable->push_back(entry_problem{st.path, st.problem, false});
   std::stable_sort(out.begin(), out.end(),
                    [](const entry_info& a, const entry_info& b) { return a.last_use_unix_s > b.last_use_unix_s; });
   return out;
@@ -201,7 +220,8 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
   fs& f = current_fs();
   const bool rm = remove_bad && d_->writable();
   std::uint64_t bytes = 0, entries = 0;
-  for (const auto& it : d_->scan()) {
+  std::vector<cache_dir::stray_item> strays;
+  for (const auto& it : d_->scan(&strays)) {
     entry_problem p;
     p.file = it.path;
     if (it.temp) {
@@ -240,6 +260,15 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
         p.problem += " (not removed: another process holds its key's lock, writing it; run --repair again)";
       }
     }
+    out.push_back(std::move(p));
+  }
+  // Items of objects/ that are not the cache's fan-out directories. A symlink or file is removed by
+  // --repair (unlink removes the link, never what it points to); a directory is reported only: the
+  // fix (chmod, or removing what someone put there) is for a person to decide.
+  for (auto& st : strays) {
+    entry_problem p{st.path, st.problem, false};
+    if (rm && !st.directory) p.removed = remove_for_repair(f, p);
+    else if (rm) p.problem += " (not removed: a directory; chmod or remove it by hand)";
     out.push_back(std::move(p));
   }
   // The index: present, undamaged, and agreeing with the files.

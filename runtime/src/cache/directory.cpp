@@ -162,7 +162,11 @@ dir_verdict prepare_user_dir(const std::string& given, bool read_only_wanted) {
   return v;
 }
 
-dir_verdict check_prebuilt_dir(const std::string& given) {
+namespace {
+
+// The layer rules for root, v1/, objects/ and, with `fan_outs`, every objects/<ab>; `label` starts
+// each warning.
+dir_verdict check_layer_tree(const std::string& given, bool fan_outs, const std::string& label) {
   const std::string root = without_trailing_slashes(given);
   fs& f = current_fs();
   dir_verdict v;
@@ -180,21 +184,42 @@ dir_verdict check_prebuilt_dir(const std::string& given) {
   if (f.stat(objects, os) == 0) {
     dirs.push_back(objects);
     std::vector<std::string> fans;
-    if (int e = f.list_dir(objects, fans)) {
-      v.warning = "prebuilt cache: " + objects + ": " + errno_text(e);
-      return v;
+    if (fan_outs) {
+      if (int e = f.list_dir(objects, fans)) {
+        v.warning = label + objects + ": " + errno_text(e);
+        return v;
+      }
     }
     for (const auto& n : fans) dirs.push_back(objects + "/" + n);
   }
   for (const std::string& d : dirs) {
     std::string bad = check_private(f, d, d == root ? place::layer_root : place::in_layer);
     if (!bad.empty()) {
-      v.warning = "prebuilt cache: " + bad;
+      v.warning = label + bad;
       return v;
     }
   }
   v.access = dir_access::read_only;
   return v;
+}
+
+bool is_fan_out_name(const std::string& n) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  return n.size() == 2 && hex(n[0]) && hex(n[1]);
+}
+
+}  // namespace
+
+dir_verdict check_prebuilt_dir(const std::string& given) { return check_layer_tree(given, true, "prebuilt cache: "); }
+
+dir_verdict check_cache_dir_for_reading(const std::string& given) { return check_layer_tree(given, false, ""); }
+
+std::string fan_out_problem(const std::string& dir, const std::string& name) {
+  fs& f = current_fs();
+  std::string bad = check_private(f, dir, place::in_layer);
+  if (bad.empty() && !is_fan_out_name(name))
+    bad = dir + ": not a fan-out directory (objects/ holds only directories named by two hex digits)";
+  return bad;
 }
 
 }  // namespace fatpack::detail::cache

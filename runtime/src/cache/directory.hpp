@@ -30,6 +30,15 @@ dir_verdict prepare_user_dir(const std::string& root, bool read_only_wanted);
 // For a prebuilt (read-only) layer: it, v1/, objects/ and every objects/<ab> must be directories
 // (not symlinks) owned by us or by root, not writable by group or others.
 dir_verdict check_prebuilt_dir(const std::string& root);
+// For a cache the `fatpack cache` commands only read (a user's cache or a layer): the rules of a
+// prebuilt layer for the root, v1/ and objects/. The objects/<ab> directories are left to the scan,
+// which reports each one that breaks them (fan_out_problem) instead of refusing the whole cache:
+// `cache verify` must name a planted symlink, and `verify --repair` remove it.
+dir_verdict check_cache_dir_for_reading(const std::string& root);
+// What is wrong with `dir`, an item of objects/, as a fan-out directory ("" when nothing): a name
+// other than two lower-case hex digits, a symlink or another non-directory, an owner other than us
+// or root, or write access for group or others. A layer holding such an item is refused whole.
+std::string fan_out_problem(const std::string& dir, const std::string& name);
 // The format directory inside a cache root: "<root>/v1".
 std::string format_dir(const std::string& root);
 

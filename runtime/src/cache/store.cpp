@@ -1,6 +1,7 @@
 // One cache directory (store.hpp).
 #include "cache/store.hpp"
 
+#include "cache/directory.hpp"
 #include "cache/fs.hpp"
 #include "cache/stats.hpp"
 #include "platform/log.hpp"
@@ -586,7 +587,7 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
   return true;
 }
 
-std::vector<cache_dir::file_item> cache_dir::scan() {
+std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* strays) {
   std::vector<file_item> out;
   fs& f = current_fs();
   const std::string objects = dir_ + "/objects";
@@ -599,9 +600,17 @@ std::vector<cache_dir::file_item> cache_dir::scan() {
   }
   std::sort(fans.begin(), fans.end());
   for (const auto& fan : fans) {
-    if (fan.size() != 2) continue;
     std::vector<std::string> names;
     const std::string d = objects + "/" + fan;
+    if (strays) {
+      if (std::string bad = fan_out_problem(d, fan); !bad.empty()) {
+        file_stat ls;
+        // fan_out_problem names the directory first; the item carries it already.
+        if (bad.compare(0, d.size(), d) == 0) bad.erase(0, bad.find_first_not_of(": ", d.size()));
+        strays->push_back(stray_item{d, bad, f.stat(d, ls) == 0 && ls.directory && !ls.symlink});
+      }
+    }
+    if (fan.size() != 2) continue;
     // Only real directories (stat is lstat; list_dir refuses symlinks too): a symlink planted as
     // objects/<ab> is not the cache's, and nothing behind it is read, evicted or removed.
     file_stat ds;

@@ -92,8 +92,17 @@ class cache_dir {
     file_stat st;
     bool temp = false;
   };
-  // Every file under objects/ (entries and temp files). No entry is read.
-  std::vector<file_item> scan();
+  // An item of objects/ that is not a fan-out directory of the cache's own: a symlink, a file, a
+  // directory of another name or owner, or one writable by others (fan_out_problem).
+  struct stray_item {
+    std::string path, problem;
+    bool directory = false;  // a real directory (not removable by unlink)
+  };
+  // Every file under objects/ (entries and temp files). No entry is read. Files are taken from every
+  // real directory of objects/ whose name has two characters; nothing behind a symlink is read.
+  // With `strays`, every item of objects/ that breaks the fan-out rules is added there as well
+  // (the cache commands report them; the runtime's scans ignore them, as before).
+  std::vector<file_item> scan(std::vector<stray_item>* strays = nullptr);
 
   // Why the index is unusable ("" when fine); for stats/verify.
   std::string index_problem();
