@@ -452,6 +452,27 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   auto clash = fatpack::add_package_memory(other.data(), other.size(), "clash");
   CHECK(clash.error().code == fatpack::errc::ambiguous);
 
+  // Two embedded packages of one name and different bytes (two static libraries of kernels that
+  // both took NAME kernels): the second is skipped, and a module of that name is ambiguous, not
+  // silently the first one's (before: the first library's module was loaded, one warning said so).
+  static const std::vector<std::uint8_t> dup_a = make_package("dupname", entries_of("dup_vadd", {"vadd.sm_90.cubin"}));
+  static const std::vector<std::uint8_t> dup_b = make_package("dupname", entries_of("dup_vadd", {"vadd.sm_80.cubin"}));
+  static const core::registry_record dup_rec_a{core::registry_record_magic, core::registry_record_version, "dupname",
+                                               dup_a.data(), dup_a.data() + dup_a.size()};
+  static const core::registry_record dup_rec_b{core::registry_record_magic, core::registry_record_version, "dupname",
+                                               dup_b.data(), dup_b.data() + dup_b.size()};
+  fatpack_register_embedded(&dup_rec_a);
+  fatpack_register_embedded(&dup_rec_b);
+  for (const char* package : {"", "dupname"}) {
+    fatpack::load_options named;
+    named.package = package;
+    auto dup = fatpack::load_module("dup_vadd", named);
+    REQUIRE_FALSE(dup.has_value());
+    CHECK(dup.error().code == fatpack::errc::ambiguous);
+    CHECK(dup.error().message.find("package 'dupname': that name belongs to two different packages") != std::string::npos);
+    CHECK(dup.error().message.find("a different package named 'dupname' is already registered") != std::string::npos);
+  }
+
   // Two packages of one name in one buffer would leave their modules unloadable (ambiguous even
   // when the package is named): refused as a whole, naming both.
   auto twins = make_package("twinpkg", entries_of("twin_vadd", {"vadd.sm_90.cubin"}));

@@ -166,7 +166,12 @@ TEST_CASE("a library whose fatpack notes lie: every note skipped, the message bo
   CHECK(what.find("4-byte descriptor") != std::string::npos);
   CHECK(what.find("points outside it") != std::string::npos);
   CHECK(what.find("magic/version 0x5a5a5a5a") != std::string::npos);
-  CHECK(what.find("and 15 more") != std::string::npos);
+  // 23 notes, 8 shown: at least 15 counted (packages skipped earlier in this process come first).
+  const std::size_t more = what.find(" more");
+  REQUIRE(more != std::string::npos);
+  const std::size_t and_at = what.rfind("and ", more);
+  REQUIRE(and_at != std::string::npos);
+  CHECK(std::stoul(what.substr(and_at + 4, more - and_at - 4)) >= 15);
   CHECK(what.find("embedded package 'evil\\x1b[7m'") != std::string::npos);
   CHECK(what.find('\x1b') == std::string::npos);
   CHECK(what.size() < 4000);

@@ -189,8 +189,10 @@ void registry::scan_records_locked() {
       p->embedded = true;
       p->registered = !in_section;
     }
-    if (auto s = add_parsed_locked({parsed.value().begin(), parsed.value().end()}); !s) {
+    std::string conflict;
+    if (auto s = add_parsed_locked({parsed.value().begin(), parsed.value().end()}, &conflict); !s) {
       skipped_.push_back(s.error().message);
+      if (!conflict.empty()) conflicts_.emplace(conflict, s.error().message);
       log_line(log_level::warn, "skipped embedded package: " + s.error().message);
     }
   }
@@ -292,8 +294,13 @@ void registry::walk_objects_locked() {
   for (auto& p : packages_)
     if (!p->from_note) kept.push_back(std::move(p));
   packages_ = std::move(kept);
+  note_conflicts_.clear();
   for (auto& group : found) {
-    if (auto st = add_parsed_locked(group); !st) skipped.push_back(st.error().message);
+    std::string conflict;
+    if (auto st = add_parsed_locked(group, &conflict); !st) {
+      skipped.push_back(st.error().message);
+      if (!conflict.empty()) note_conflicts_.emplace(conflict, st.error().message);
+    }
   }
   for (const auto& p : before) {
     if (std::find(packages_.begin(), packages_.end(), p) != packages_.end()) continue;
@@ -313,11 +320,12 @@ void registry::refresh_locked() {
   scan_records_locked();
   walk_objects_locked();
 }
-status registry::add_parsed_locked(std::vector<package_ptr> pkgs) {
+status registry::add_parsed_locked(std::vector<package_ptr> pkgs, std::string* conflict) {
   // Check all before adding any: all-or-nothing.
   for (const auto& p : pkgs) {
     for (const auto& q : packages_) {
       if (q->name != p->name || same_bytes(*q, *p)) continue;
+      if (conflict) *conflict = p->name;
       return error{errc::ambiguous, 0,
                    std::string(p->view.source()) + ": a different package named '" + p->name +
                        "' is already registered (from " + q->source + ")",
@@ -440,6 +448,12 @@ status registry::add_written_here(core::byte_span package, const std::string& so
 
 // The first few skipped records, then how many more: a library with many notes that lie must not
 // make every message (and each lookup that builds one) as large as all of them.
+std::string registry::name_conflict_locked(const std::string& name) const {
+  for (const auto* m : {&conflicts_, &note_conflicts_})
+    if (auto it = m->find(name); it != m->end()) return it->second;
+  return {};
+}
+
 std::string registry::skipped_list() const {
   constexpr std::size_t shown = 8;
   std::string m;
@@ -497,7 +511,16 @@ result<module_entries> registry::find_module_locked(std::string_view module, std
     for (std::size_t i = 0; i < p->modules.size(); ++i)
       if (p->modules[i] == module) found.push_back(module_entries{p, p->module_entries[i]});
   }
-  if (found.size() == 1) return std::move(found.front());
+  if (found.size() == 1) {
+    if (std::string why = name_conflict_locked(found.front().package->name); !why.empty())
+      return error{errc::ambiguous, 0,
+                   "module '" + std::string(module) + "' of package '" + found.front().package->name +
+                       "': that name belongs to two different packages in this process, and the second was "
+                       "not registered (" + why + "); package names must be unique in one process "
+                       "(fatpack_add_kernels NAME, fatpack pack --name)",
+                   {}};
+    return std::move(found.front());
+  }
   if (found.size() > 1) {
     std::string names;
     for (const auto& f : found) names += (names.empty() ? "" : ", ") + f.package->name;

@@ -42,6 +42,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -130,7 +131,13 @@ class registry {
   void scan_records_locked();
   void walk_objects_locked();
   result<module_entries> find_module_locked(std::string_view module, std::string_view package) const;
-  status add_parsed_locked(std::vector<package_ptr> pkgs);
+  // Adds all of `pkgs` or none; on a different package under a used name, errc::ambiguous and that
+  // name in *conflict (when given).
+  status add_parsed_locked(std::vector<package_ptr> pkgs, std::string* conflict = nullptr);
+  // Why `name` is ambiguous ("" when it is not): an embedded package of that name was skipped because
+  // a different one had it first. Looking a module up in such a package fails (errc::ambiguous): the
+  // program may be asking for the skipped package's kernels.
+  std::string name_conflict_locked(const std::string& name) const;
   std::string no_packages_message() const;
   std::string skipped_list() const;
 
@@ -139,6 +146,7 @@ class registry {
   std::vector<const core::registry_record*> pending_;   // registered, not parsed yet
   std::vector<const void*> seen_records_;               // section and registered records taken
   std::vector<std::string> skipped_;                    // section/registered packages that did not validate
+  std::map<std::string, std::string> conflicts_;        // name -> why: section/registered packages skipped for it
   std::size_t section_records_ = 0;                     // records found between __start_/__stop_
   bool scanned_section_ = false;
   // The last walk of the loaded objects.
@@ -148,6 +156,7 @@ class registry {
   std::size_t objects_walked_ = 0;
   std::vector<std::string> foreign_objects_;            // objects with kernels and their own runtime
   std::vector<std::string> note_skipped_;               // note packages that did not validate
+  std::map<std::string, std::string> note_conflicts_;   // the same for note packages (rebuilt by each walk)
   std::vector<std::string> unloaded_;                   // packages forgotten because their object went (last 8)
   std::size_t unloaded_total_ = 0;
 };
