@@ -970,6 +970,15 @@ PY
   ;;
 inspect_json)
   run 0 "$fatpack" pack -o j.fpk --codec zstd --name jn "${cubins[2]}" "$ptx"
+  # Levels and block sizes out of range are usage errors (before: a negative level or a block size
+  # of 0 meant the default without a word; zstd --level -5 gave level 19).
+  for bad in "--level -5" "--level 0" "--level 23" "--block-size 0" "--block-size 1073741825"; do
+    run 2 "$fatpack" pack -o bad.fpk --codec zstd $bad "${cubins[2]}"
+    [ ! -e bad.fpk ] || fail "pack $bad wrote a package"
+  done
+  expect_in err.txt "block-size"
+  run 1 "$fatpack" pack -o bad.fpk --codec lz4 --level 13 "${cubins[2]}"
+  expect_in err.txt "lz4 level 13 is outside 1..12"
   run 0 "$fatpack" inspect --json j.fpk j.fpk
   json "assert d['schema_version']==1 and len(d['packages'])==2"
   # vadd.cu's PTX splits into 2 pieces: its plan makes the package format 1.2 (docs/format.md §4.2).
