@@ -17,6 +17,11 @@ echo "pkg-config --static --cflags --libs fatpack: $flags"
 # selfcontained.cpp loads module vadd of package self_kernels; uses_self.cpp calls it.
 ${CXX:-c++} -std=c++17 -o app "$project/uses_self.cpp" "$project/selfcontained.cpp" self_kernels.cpp $flags
 ./app
+# A C program, compiled and linked by the C compiler: the link line must bring the C++ library
+# (before, fatpack.pc's Libs.private lacked -lstdc++ -lm and this link failed on operator new).
+"$prefix/bin/fatpack" embed -o self_kernels.S self_kernels.fpk
+${CC:-cc} -o c_app "$project/c/c_app.c" self_kernels.S $flags
+./c_app | grep -q "loaded vadd from self_kernels"
 ${CXX:-c++} -std=c++17 -fPIC -shared -o libself.so "$project/selfcontained.cpp" self_kernels.cpp $flags
 ${CXX:-c++} -std=c++17 -o app_dso "$project/uses_self.cpp" -L. -lself -Wl,-rpath,"$PWD"
 ./app_dso
