@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -107,6 +108,28 @@ TEST_CASE("devices: CC, driver, PTX ISA limit, name, UUID per device") {
   auto bad = fatpack::device(2);
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == fatpack::errc::invalid_device);
+  // Only -1 means "the current context's device": -2 loaded on device 0 (C and C++ alike).
+  add("ordinalpkg", "ordinal_vadd", {"vadd.sm_90.cubin", "vadd.sm_86.cubin"});
+  for (int ordinal : {-2, -1000, std::numeric_limits<int>::min()}) {
+    fatpack::load_options o;
+    o.device = ordinal;
+    auto m = fatpack::load_module("ordinal_vadd", o);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(m.error().code == fatpack::errc::invalid_device);
+    CHECK(m.error().message.find("-1 means the current context's device") != std::string::npos);
+    fatpack_module* cm = nullptr;
+    CHECK(fatpack_load_module("ordinal_vadd", nullptr, ordinal, &cm) == FATPACK_ERROR_INVALID_DEVICE);
+    CHECK(cm == nullptr);
+    fatpack::warm_options w;
+    w.device = ordinal;
+    auto h = fatpack::warm(w);
+    CHECK(h.jobs() == 0);
+    CHECK(h.wait().error().code == fatpack::errc::invalid_device);
+  }
+  fatpack::warm_options past;
+  past.device = 2;  // two devices: 0 and 1
+  CHECK(fatpack::warm(past).wait().error().code == fatpack::errc::invalid_device);
+  CHECK(fatpack::load_module("ordinal_vadd").has_value());
   CHECK(fatpack::driver_entry_point("cuModuleLoadDataEx").has_value());
   auto missing = fatpack::driver_entry_point("cuNoSuchCall");
   REQUIRE_FALSE(missing);

@@ -354,6 +354,14 @@ warm_handle warm(const warm_options& options) {
     st->failed = ds.error();
     return h;
   }
+  if (options.device < -1 || options.device >= static_cast<int>((*ds)->devices.size())) {
+    // Before, warmed every device (-2) or none (an ordinal past the last) without a word.
+    st->failed = error{errc::invalid_device, 0,
+                       "warm: device " + std::to_string(options.device) + " does not exist (-1 means every device; " +
+                           std::to_string((*ds)->devices.size()) + " device(s) present)",
+                       {}};
+    return h;
+  }
   detail::arm_default_cache();  // opened if a module needs the JIT
   policy pol = detail::resolve_policy(std::nullopt);
   // Every compile of every module first, then queued largest first across modules (a program that

@@ -70,7 +70,12 @@ const result<const device_set*>& load_devices() {
 }
 
 result<const device*> pick_device(const device_set& set, int ordinal) {
-  if (ordinal < 0) {
+  if (ordinal < -1)  // only -1 means "current"; -2 was taken as it, and device_info(-2) refused it
+    return error{errc::invalid_device, 0,
+                 "device " + std::to_string(ordinal) + " does not exist (-1 means the current context's device; " +
+                     std::to_string(set.devices.size()) + " device(s) present)",
+                 {}};
+  if (ordinal == -1) {
     // The calling thread's current context decides (cudaSetDevice makes the primary context of that
     // device current), so a cudart application gets its own device by default.
     CUcontext cur = nullptr;
