@@ -87,6 +87,13 @@ struct scoped_env {
 const std::vector<std::string> k_sass_ptx = {"vadd.sm_75.cubin", "vadd.sm_80.cubin", "vadd.sm_90.cubin",
                                              "vadd.compute_80.ptx"};
 
+// The error of a load that must fail.
+fatpack::error load_error(std::string_view module, const fatpack::load_options& o) {
+  auto m = fatpack::load_module(module, o);
+  REQUIRE_FALSE(m.has_value());
+  return m.error();
+}
+
 }  // namespace
 
 TEST_CASE("devices: CC, driver, PTX ISA limit, name, UUID per device") {
@@ -113,10 +120,9 @@ TEST_CASE("devices: CC, driver, PTX ISA limit, name, UUID per device") {
   for (int ordinal : {-2, -1000, std::numeric_limits<int>::min()}) {
     fatpack::load_options o;
     o.device = ordinal;
-    auto m = fatpack::load_module("ordinal_vadd", o);
-    REQUIRE_FALSE(m.has_value());
-    CHECK(m.error().code == fatpack::errc::invalid_device);
-    CHECK(m.error().message.find("-1 means the current context's device") != std::string::npos);
+    const fatpack::error e = load_error("ordinal_vadd", o);
+    CHECK(e.code == fatpack::errc::invalid_device);
+    CHECK(e.message.find("-1 means the current context's device") != std::string::npos);
     fatpack_module* cm = nullptr;
     CHECK(fatpack_load_module("ordinal_vadd", nullptr, ordinal, &cm) == FATPACK_ERROR_INVALID_DEVICE);
     CHECK(cm == nullptr);
@@ -489,11 +495,10 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   for (const char* package : {"", "dupname"}) {
     fatpack::load_options named;
     named.package = package;
-    auto dup = fatpack::load_module("dup_vadd", named);
-    REQUIRE_FALSE(dup.has_value());
-    CHECK(dup.error().code == fatpack::errc::ambiguous);
-    CHECK(dup.error().message.find("package 'dupname': that name belongs to two different packages") != std::string::npos);
-    CHECK(dup.error().message.find("a different package named 'dupname' is already registered") != std::string::npos);
+    const fatpack::error e = load_error("dup_vadd", named);
+    CHECK(e.code == fatpack::errc::ambiguous);
+    CHECK(e.message.find("package 'dupname': that name belongs to two different packages") != std::string::npos);
+    CHECK(e.message.find("a different package named 'dupname' is already registered") != std::string::npos);
   }
 
   // Two packages of one name in one buffer would leave their modules unloadable (ambiguous even
