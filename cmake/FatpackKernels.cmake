@@ -528,7 +528,13 @@ function(fatpack_add_kernels target)
     endif()
     # The module name is the file name up to the first '.', as `fatpack pack` and `fatpack build` name it.
     get_filename_component(module "${src}" NAME_WE)
-    if(module IN_LIST modules)
+    if(module IN_LIST modules AND rdc)
+      # With -rdc=true the sources make one module, but their relocatable objects are named after
+      # the file in one output directory.
+      message(FATAL_ERROR "fatpack_add_kernels(${target}): two sources are named '${module}' (up to the first "
+        "'.'); with -rdc=true each source's relocatable code is named after its file in one output directory, "
+        "so the names must differ: rename one.")
+    elseif(module IN_LIST modules)
       message(FATAL_ERROR "fatpack_add_kernels(${target}): two sources make module '${module}' (a module is "
         "named after its file up to the first '.'); rename one or put it in another package.")
     endif()
