@@ -43,6 +43,9 @@ sanitizer_job() {
   #  - core and the runtime at -O1 (what sanitizers need to report well; about half the compile
   #    time of Release's -O3), the test sources at -O0 (FATPACK_TEST_CXX_FLAGS: the same
   #    instrumentation, a third of the compile time of -O1 for the doctest-heavy files);
+  #  - unity builds (CMAKE_UNITY_BUILD: a library's sources compiled a few at a time in one
+  #    translation unit; the ASan build of core and the runtime took 341 CPU-s file by file), which
+  #    is why no two source files of a target may define the same name in an anonymous namespace;
   #  - the main build's `fatpack` tool for the packages that runtime_test embeds
   #    (FATPACK_EXECUTABLE) and its nvcc/fatbinary test artifacts (FATPACK_TEST_ARTIFACTS_FROM):
   #    the CLI is not what these jobs test, and the artifacts do not depend on the sanitizer.
@@ -51,7 +54,7 @@ sanitizer_job() {
   cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1 \
     -DFATPACK_TEST_CXX_FLAGS=-O0 -DFATPACK_SANITIZE="$san" \
     -DFATPACK_EXECUTABLE="$main/packager/fatpack" -DFATPACK_TEST_ARTIFACTS_FROM="$main/tests/artifacts" \
-    -DFATPACK_BUILD_SAMPLES=OFF -DFATPACK_BUILD_BENCH=OFF -DFATPACK_INSTALL=OFF >/dev/null
+    -DFATPACK_BUILD_SAMPLES=OFF -DFATPACK_BUILD_BENCH=OFF -DFATPACK_INSTALL=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
   cmake --build "$dir" -j "$(nproc)" --target "$@"
   took "sanitizer job $name: build"
   local re

@@ -31,6 +31,7 @@
 #include "fatpack/core/input.hpp"
 #include "fatpack/core/hex.hpp"
 #include "fatpack/core/le_bytes.hpp"
+#include "inputs/fatbin_layout.hpp"
 #include "inputs/inputs_internal.hpp"
 
 #include <lz4.h>
@@ -52,15 +53,11 @@ using le::get64;
 
 using detail::in_range;
 
-// Container and entry header layout (the writer in fatbin_writer.cpp uses the same numbers).
-constexpr std::uint32_t container_magic = 0xBA55ED50u;
-constexpr std::uint16_t container_version = 1;
-constexpr std::size_t container_header_size = 16;
+// Container and entry header layout (fatbin_layout.hpp: the numbers the writer uses too).
+using namespace fatbin_layout;
 constexpr std::size_t entry_header_min = 0x40;
-constexpr std::uint16_t kind_ptx = 1, kind_elf = 2, kind_ltoir = 8;
 
 constexpr std::uint64_t flag_zlib = 0x1000, flag_lz4_block = 0x2000, flag_lz4_frame = 0x4000, flag_zstd = 0x8000;
-constexpr std::uint64_t flag_arch_specific = 0x100000, flag_family = 0x200000;
 constexpr std::uint64_t compression_mask = flag_zlib | flag_lz4_block | flag_lz4_frame | flag_zstd;
 
 // LZ4 cannot expand more than 255:1 (each match byte encodes at most 255 output bytes).

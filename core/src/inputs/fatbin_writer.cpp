@@ -19,6 +19,7 @@
 // and must agree with their target, so a mislabelled entry cannot be written.
 #include "fatpack/core/input.hpp"
 #include "fatpack/core/le_bytes.hpp"
+#include "inputs/fatbin_layout.hpp"
 #include "inputs/inputs_internal.hpp"
 
 #include <algorithm>
@@ -27,16 +28,12 @@
 namespace fatpack::core {
 namespace {
 
-// The same numbers fatbin_reader.cpp reads.
-constexpr std::uint32_t container_magic = 0xBA55ED50u;
-constexpr std::uint16_t container_version = 1;
-constexpr std::uint16_t container_header_size = 16;
+using namespace fatbin_layout;  // the numbers fatbin_reader.cpp reads
 constexpr std::uint16_t entry_format_version = 0x0101;
-constexpr std::uint16_t kind_ptx = 1, kind_elf = 2;
 constexpr std::uint32_t entry_header_base = 0x40;
 constexpr std::uint32_t descriptor_data_offset = 0x48;  // descriptor at 0x40 is {u32 offset, u32 size}
 constexpr std::uint64_t flag_64bit = 0x1, flag_linux = 0x10;
-constexpr std::uint64_t flag_arch_specific = 0x100000, flag_family = 0x200000, flag_extended_elf = 0x1000000;
+constexpr std::uint64_t flag_extended_elf = 0x1000000;
 constexpr std::uint32_t first_extended_elf_arch = 100;
 
 std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t(7); }

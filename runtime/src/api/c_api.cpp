@@ -3,6 +3,7 @@
 #include "fatpack/fatpack.h"
 
 #include "fatpack/fatpack.hpp"
+#include "api/c_status.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -22,18 +23,14 @@ namespace {
 thread_local std::string t_last_error;
 thread_local int t_last_cuda_status = 0;
 
-fatpack_status fail(const fatpack::error& e) {
-  t_last_error = e.what();
-  t_last_cuda_status = e.cuda_status;
-  return static_cast<fatpack_status>(e.code);
-}
-
 }  // namespace
 
-// The port functions' errors (port_api.cpp) go to the same per-thread message.
-void fatpack_c_set_last_error(const fatpack::error* e) {
+// Every C function's error, the port functions' (port_api.cpp) and run-time compilation's
+// (c_compile_api.cpp) too, goes to the same per-thread message.
+void fatpack::detail::c_api::set_last_error(const fatpack::error* e) {
   if (e) {
-    (void)fail(*e);
+    t_last_error = e->what();
+    t_last_cuda_status = e->cuda_status;
   } else {
     t_last_error.clear();
     t_last_cuda_status = 0;
@@ -42,9 +39,8 @@ void fatpack_c_set_last_error(const fatpack::error* e) {
 
 namespace {
 
-fatpack_status fail(fatpack::errc code, const char* message) {
-  return fail(fatpack::error{code, 0, message, {}});
-}
+using fatpack::detail::c_api::fail;
+using fatpack::detail::c_api::guarded;
 
 fatpack_status ok() {
   t_last_error.clear();
@@ -89,22 +85,6 @@ constexpr std::size_t k_variant_v1 = sizeof(fatpack_variant);
 static_assert(offsetof(fatpack_device_info, struct_size) == 0 && offsetof(fatpack_cache_stats, struct_size) == 0 &&
                   offsetof(fatpack_variant, struct_size) == 0,
               "struct_size comes first");
-
-// Runs f, turning an escaping exception (bad_alloc, ...) into an error code.
-template <class F>
-fatpack_status guarded(F&& f) noexcept {
-  try {
-    return f();
-  } catch (const fatpack::exception& e) {
-    return fail(e.error());
-  } catch (const std::bad_alloc&) {
-    return fail(fatpack::errc::cuda, "out of host memory");
-  } catch (const std::exception& e) {
-    return fail(fatpack::errc::invalid_argument, e.what());
-  } catch (...) {
-    return fail(fatpack::errc::invalid_argument, "unknown exception");
-  }
-}
 
 }  // namespace
 

@@ -3,14 +3,13 @@
 #include "fatpack/fatpack.h"
 
 #include "fatpack/compile.hpp"
+#include "api/c_status.hpp"
 
 #include <cstddef>
 #include <exception>
 #include <new>
 #include <string>
 #include <vector>
-
-void fatpack_c_set_last_error(const fatpack::error* e);  // c_api.cpp
 
 struct fatpack_program {
   fatpack::compiled c;
@@ -26,13 +25,9 @@ static_assert(static_cast<int>(fatpack::compile_path::cache_hit) == FATPACK_COMP
                   static_cast<int>(fatpack::compile_path::nvrtc_ptx) == FATPACK_COMPILE_NVRTC_PTX,
               "fatpack_compile_path_id has compile_path's numbers");
 
-fatpack_status fail(fatpack::error e) {
-  fatpack_c_set_last_error(&e);
-  return static_cast<fatpack_status>(e.code);
-}
-fatpack_status fail(const std::string& message) {
-  return fail(fatpack::error{fatpack::errc::invalid_argument, 0, message, {}});
-}
+using fatpack::detail::c_api::fail;
+using fatpack::detail::c_api::guarded;
+fatpack_status fail(const std::string& message) { return fail(fatpack::errc::invalid_argument, message); }
 
 // `n` strings of `a`, none null.
 bool take(const char* const* a, std::size_t n, std::vector<std::string>& out, const char* what, std::string& why) {
@@ -49,19 +44,6 @@ bool take(const char* const* a, std::size_t n, std::vector<std::string>& out, co
     out.emplace_back(a[i]);
   }
   return true;
-}
-
-template <class F>
-fatpack_status guarded(F&& f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return fail(fatpack::error{fatpack::errc::cuda, 0, "out of host memory", {}});
-  } catch (const std::exception& e) {
-    return fail(std::string(e.what()));
-  } catch (...) {
-    return fail(std::string("unknown exception"));
-  }
 }
 
 }  // namespace
@@ -102,7 +84,7 @@ fatpack_status fatpack_compile(const fatpack_compile_args* args, fatpack_program
                 "\ntotal_ms=" + std::to_string(r.total_ms) + "\n";
     if (!r.log.empty()) p->report += "log=\n" + r.log + (r.log.back() == '\n' ? "" : "\n");  // last: NVRTC's lines
     *out = p;
-    fatpack_c_set_last_error(nullptr);
+    fatpack::detail::c_api::set_last_error(nullptr);
     return FATPACK_OK;
   });
 }
@@ -115,7 +97,7 @@ fatpack_status fatpack_program_kernel(const fatpack_program* program, const char
     auto k = program->c.kernel(name);
     if (!k) return fail(k.error());
     *out = *k;
-    fatpack_c_set_last_error(nullptr);
+    fatpack::detail::c_api::set_last_error(nullptr);
     return FATPACK_OK;
   });
 }

@@ -27,6 +27,7 @@
 //    CU_JIT_ERROR_LOG_BUFFER, there too.
 #include "fatpack/fatpack.h"
 #include "fatpack/fatpack.hpp"
+#include "api/c_status.hpp"
 
 #include "platform/driver.hpp"
 #include "platform/log.hpp"
@@ -45,8 +46,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-void fatpack_c_set_last_error(const fatpack::error* e);  // c_api.cpp
 
 namespace {
 
@@ -175,7 +174,7 @@ int port_load(Handle* out, const void* image, const jit_options& jit, const fatp
               const char* call, holders<Handle, Owner> port_state::*table, Load load) {
   auto fail = [&](const fatpack::error& e) noexcept {
     try {
-      fatpack_c_set_last_error(&e);
+      fatpack::detail::c_api::set_last_error(&e);
       // A ported program sees only the CUresult; the log makes the reason visible without changing its
       // code (by default the process's first failure, one line; FATPACK_LOG=error or more: every one).
       fatpack::detail::log_line(fatpack::log_level::error, e.message);
@@ -207,7 +206,7 @@ int port_load(Handle* out, const void* image, const jit_options& jit, const fatp
       (st.*table)[h].push_back(std::move(loaded.value()));
     }
     *out = h;
-    fatpack_c_set_last_error(nullptr);
+    fatpack::detail::c_api::set_last_error(nullptr);
     return CUDA_SUCCESS;
   } catch (const std::exception& ex) {
     return fail(fatpack::error{fatpack::errc::cuda, CUDA_ERROR_OUT_OF_MEMORY, std::string(call) + ": " + ex.what(), {}});
@@ -228,14 +227,14 @@ int port_unload(Handle handle, holders<Handle, Owner> port_state::*table, const 
     if (it == held.end() || it->second.empty()) {
       fatpack::error e{fatpack::errc::invalid_argument, CUDA_ERROR_INVALID_HANDLE,
                        std::string(call) + ": not a handle " + load_call + " returned (or unloaded already)", {}};
-      fatpack_c_set_last_error(&e);
+      fatpack::detail::c_api::set_last_error(&e);
       return CUDA_ERROR_INVALID_HANDLE;
     }
     drop.push_back(std::move(it->second.back()));
     it->second.pop_back();
     if (it->second.empty()) held.erase(it);
   }
-  fatpack_c_set_last_error(nullptr);
+  fatpack::detail::c_api::set_last_error(nullptr);
   return CUDA_SUCCESS;
 }
 

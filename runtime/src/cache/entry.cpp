@@ -17,7 +17,7 @@ namespace fatpack::detail::cache {
 
 namespace {
 
-constexpr char magic[8] = {'F', 'P', 'K', 'C', 'U', 'B', 'I', 'N'};
+constexpr char entry_magic[8] = {'F', 'P', 'K', 'C', 'U', 'B', 'I', 'N'};
 constexpr std::uint32_t known_flags = 0xF;  // codec bits; any other bit is a feature we do not know
 constexpr std::size_t hash_offset = 120;    // header XXH3 covers [0, 120)
 // LZ4 HC level 9: ~5x on cubins at ~20+ MB/s (measured: docs/cache.md), a small fraction
@@ -101,7 +101,7 @@ std::optional<std::vector<std::uint8_t>> encode_entry(const full_key& key, core:
   std::memcpy(out.data() + header + texts, payload.data, n);
   const std::uint8_t* stored = out.data() + header + texts;
   std::uint8_t* h = out.data();
-  std::memcpy(h, magic, 8);
+  std::memcpy(h, entry_magic, 8);
   put<std::uint16_t>(h, 8, format_major);
   put<std::uint16_t>(h, 10, format_minor);
   put<std::uint32_t>(h, 12, static_cast<std::uint32_t>(header));
@@ -128,7 +128,7 @@ std::optional<std::string> parse_header(core::byte_span b, std::uint64_t file_si
   if (b.size < entry_header_size || file_size < entry_header_size)
     return "shorter (" + std::to_string(file_size) + " bytes) than an entry header";
   const std::uint8_t* p = b.data;
-  if (std::memcmp(p, magic, 8) != 0) return std::string("not a fatpack cache entry (bad magic)");
+  if (std::memcmp(p, entry_magic, 8) != 0) return std::string("not a fatpack cache entry (bad magic)");
   h.major = get<std::uint16_t>(p, 8);
   h.minor = get<std::uint16_t>(p, 10);
   h.header_size = get<std::uint32_t>(p, 12);

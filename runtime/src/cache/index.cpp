@@ -18,7 +18,7 @@ namespace fatpack::detail::cache {
 
 namespace {
 
-constexpr char magic[8] = {'F', 'P', 'K', 'I', 'N', 'D', 'X', '1'};
+constexpr char index_magic[8] = {'F', 'P', 'K', 'I', 'N', 'D', 'X', '1'};
 constexpr std::uint32_t version = 1;
 // Header fields (offsets).
 constexpr std::size_t h_version = 8, h_capacity = 12, h_generation = 16, h_check = 24, h_retired = 32,
@@ -203,7 +203,7 @@ std::unique_ptr<index_file> index_file::map(const std::string& path, bool writab
   f->inode_ = st.inode;
   const std::uint8_t* h = f->base_;
   const std::uint32_t v = le::get32(h + h_version), cap = le::get32(h + h_capacity);
-  if (std::memcmp(h, magic, 8) != 0 || v != version) {
+  if (std::memcmp(h, index_magic, 8) != 0 || v != version) {
     why = path + ": bad magic or version";
     return nullptr;
   }
@@ -232,7 +232,7 @@ int index_file::create(const std::string& path, const std::vector<index_slot>& s
   const std::uint64_t size = index_header_bytes + std::uint64_t(capacity) * index_slot_bytes;
   std::vector<std::uint8_t> buf(size, 0);
   std::uint8_t* h = buf.data();
-  std::memcpy(h, magic, 8);
+  std::memcpy(h, index_magic, 8);
   le::put32(h + h_version, version);
   le::put32(h + h_capacity, capacity);
   std::uint64_t gen = std::random_device{}();

@@ -23,23 +23,23 @@ namespace fatpack::detail {
 namespace {
 
 // Types from the toolkit's nvrtc.h (header only; the library is dlopen-ed).
-using error_string_fn = decltype(&nvrtcGetErrorString);
-using version_fn = decltype(&nvrtcVersion);
-using num_archs_fn = decltype(&nvrtcGetNumSupportedArchs);
-using archs_fn = decltype(&nvrtcGetSupportedArchs);
-using create_fn = decltype(&nvrtcCreateProgram);
-using destroy_fn = decltype(&nvrtcDestroyProgram);
-using compile_fn = decltype(&nvrtcCompileProgram);
-using size_fn = decltype(&nvrtcGetPTXSize);
-using get_fn = decltype(&nvrtcGetPTX);
-using add_name_fn = decltype(&nvrtcAddNameExpression);
-using lowered_fn = decltype(&nvrtcGetLoweredName);
+using nvrtc_error_string_fn = decltype(&nvrtcGetErrorString);
+using nvrtc_version_fn = decltype(&nvrtcVersion);
+using nvrtc_num_archs_fn = decltype(&nvrtcGetNumSupportedArchs);
+using nvrtc_archs_fn = decltype(&nvrtcGetSupportedArchs);
+using nvrtc_create_fn = decltype(&nvrtcCreateProgram);
+using nvrtc_destroy_fn = decltype(&nvrtcDestroyProgram);
+using nvrtc_compile_fn = decltype(&nvrtcCompileProgram);
+using nvrtc_size_fn = decltype(&nvrtcGetPTXSize);
+using nvrtc_get_fn = decltype(&nvrtcGetPTX);
+using nvrtc_add_name_fn = decltype(&nvrtcAddNameExpression);
+using nvrtc_lowered_fn = decltype(&nvrtcGetLoweredName);
 
 enum fn_index : std::size_t {
   f_error_string, f_version, f_num_archs, f_archs, f_create, f_destroy, f_compile, f_ptx_size, f_ptx,
   f_cubin_size, f_cubin, f_log_size, f_log, f_add_name, f_lowered, f_count
 };
-const char* const k_names[f_count] = {
+const char* const k_nvrtc_names[f_count] = {
     "nvrtcGetErrorString", "nvrtcVersion",        "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs",
     "nvrtcCreateProgram",  "nvrtcDestroyProgram", "nvrtcCompileProgram",       "nvrtcGetPTXSize",
     "nvrtcGetPTX",         "nvrtcGetCUBINSize",   "nvrtcGetCUBIN",             "nvrtcGetProgramLogSize",
@@ -203,14 +203,14 @@ result<nvrtc_location> located_at(const std::string& path) {
 }
 
 std::string nvrtc_result_text(const nvrtc_lib& lib, nvrtcResult r) {
-  auto text = reinterpret_cast<error_string_fn>(lib.fns[f_error_string]);
+  auto text = reinterpret_cast<nvrtc_error_string_fn>(lib.fns[f_error_string]);
   const char* s = text ? text(r) : nullptr;
   return s ? std::string(s) : "NVRTC error " + std::to_string(static_cast<int>(r));
 }
 
 result<nvrtc_location> locate(const std::string& ld_cache_path, bool log_damage);
 
-result<const nvrtc_lib*> do_load() {
+result<const nvrtc_lib*> load_nvrtc_lib() {
   // Quiet: the caller located NVRTC just before (compile_api.cpp), which logged; this runs inside
   // load_nvrtc's static initialisation, where no application log callback should run.
   auto where = locate(os::k_ld_cache_path, false);
@@ -225,18 +225,18 @@ result<const nvrtc_lib*> do_load() {
     return error{errc::no_driver, 0, std::move(msg), {}};
   }
   for (std::size_t i = 0; i < f_count; ++i) {
-    lib->fns[i] = os::find_symbol(h, k_names[i]);
+    lib->fns[i] = os::find_symbol(h, k_nvrtc_names[i]);
     if (!lib->fns[i]) {
-      std::string msg = lib->where.path + ": entry point " + k_names[i] + " not found (an NVRTC older than 12.0?)";
+      std::string msg = lib->where.path + ": entry point " + k_nvrtc_names[i] + " not found (an NVRTC older than 12.0?)";
       delete lib;
       return error{errc::driver_symbol_missing, 0, std::move(msg), {}};
     }
   }
-  reinterpret_cast<version_fn>(lib->fns[f_version])(&lib->major, &lib->minor);
+  reinterpret_cast<nvrtc_version_fn>(lib->fns[f_version])(&lib->major, &lib->minor);
   int n = 0;
-  if (reinterpret_cast<num_archs_fn>(lib->fns[f_num_archs])(&n) == NVRTC_SUCCESS && n > 0 && n < 1024) {
+  if (reinterpret_cast<nvrtc_num_archs_fn>(lib->fns[f_num_archs])(&n) == NVRTC_SUCCESS && n > 0 && n < 1024) {
     lib->archs.resize(static_cast<std::size_t>(n));
-    if (reinterpret_cast<archs_fn>(lib->fns[f_archs])(lib->archs.data()) != NVRTC_SUCCESS) lib->archs.clear();
+    if (reinterpret_cast<nvrtc_archs_fn>(lib->fns[f_archs])(lib->archs.data()) != NVRTC_SUCCESS) lib->archs.clear();
     std::sort(lib->archs.begin(), lib->archs.end());
   }
   return static_cast<const nvrtc_lib*>(lib);
@@ -284,7 +284,7 @@ std::atomic<const nvrtc_lib*> g_loaded{nullptr};  // the library load_nvrtc publ
 
 const result<const nvrtc_lib*>& load_nvrtc() {
   static std::atomic<const result<const nvrtc_lib*>*> loaded{nullptr};  // see platform/load_once.hpp
-  const auto& r = load_once(loaded, do_load);
+  const auto& r = load_once(loaded, load_nvrtc_lib);
   // Every caller stores the one published value: loaded_nvrtc() never names a library that lost.
   if (r) g_loaded.store(r.value(), std::memory_order_release);
   return r;
@@ -293,16 +293,16 @@ const result<const nvrtc_lib*>& load_nvrtc() {
 const nvrtc_lib* loaded_nvrtc() { return g_loaded.load(std::memory_order_acquire); }
 
 result<nvrtc_output> nvrtc_compile(const nvrtc_lib& lib, const nvrtc_input& in, const std::string& arch) {
-  auto create = reinterpret_cast<create_fn>(lib.fns[f_create]);
-  auto destroy = reinterpret_cast<destroy_fn>(lib.fns[f_destroy]);
-  auto compile = reinterpret_cast<compile_fn>(lib.fns[f_compile]);
-  auto add_name = reinterpret_cast<add_name_fn>(lib.fns[f_add_name]);
-  auto lowered = reinterpret_cast<lowered_fn>(lib.fns[f_lowered]);
-  auto log_size = reinterpret_cast<size_fn>(lib.fns[f_log_size]);
-  auto log_get = reinterpret_cast<get_fn>(lib.fns[f_log]);
+  auto create = reinterpret_cast<nvrtc_create_fn>(lib.fns[f_create]);
+  auto destroy = reinterpret_cast<nvrtc_destroy_fn>(lib.fns[f_destroy]);
+  auto compile = reinterpret_cast<nvrtc_compile_fn>(lib.fns[f_compile]);
+  auto add_name = reinterpret_cast<nvrtc_add_name_fn>(lib.fns[f_add_name]);
+  auto lowered = reinterpret_cast<nvrtc_lowered_fn>(lib.fns[f_lowered]);
+  auto log_size = reinterpret_cast<nvrtc_size_fn>(lib.fns[f_log_size]);
+  auto log_get = reinterpret_cast<nvrtc_get_fn>(lib.fns[f_log]);
   const bool want_ptx = arch.rfind("compute_", 0) == 0;
-  auto code_size = reinterpret_cast<size_fn>(lib.fns[want_ptx ? f_ptx_size : f_cubin_size]);
-  auto code_get = reinterpret_cast<get_fn>(lib.fns[want_ptx ? f_ptx : f_cubin]);
+  auto code_size = reinterpret_cast<nvrtc_size_fn>(lib.fns[want_ptx ? f_ptx_size : f_cubin_size]);
+  auto code_get = reinterpret_cast<nvrtc_get_fn>(lib.fns[want_ptx ? f_ptx : f_cubin]);
 
   const std::string program(in.program_name);
   const std::string source(in.source);  // NVRTC takes a NUL-terminated string

@@ -16,7 +16,7 @@ namespace fatpack::detail {
 
 namespace {
 
-result<const device_set*> do_load() {
+result<const device_set*> load_device_set() {
   const auto& d = load_driver();
   if (!d) return d.error();
   const driver& drv = **d;
@@ -66,7 +66,7 @@ result<const device_set*> do_load() {
 
 const result<const device_set*>& load_devices() {
   static std::atomic<const result<const device_set*>*> loaded{nullptr};  // see platform/load_once.hpp
-  return load_once(loaded, do_load);
+  return load_once(loaded, load_device_set);
 }
 
 result<const device*> pick_device(const device_set& set, int ordinal) {

@@ -9,7 +9,7 @@ namespace fatpack::detail::remote {
 
 namespace {
 
-constexpr char magic[4] = {'F', 'P', 'R', 'S'};
+constexpr char signature_magic[4] = {'F', 'P', 'R', 'S'};
 constexpr std::uint8_t version = 1, kind_unsigned = 0, kind_hmac = 1;
 
 std::array<std::uint8_t, 8> key_id(const std::string& key) {
@@ -56,7 +56,7 @@ std::string key_id_hex(const std::string& signing_key) {
 std::vector<std::uint8_t> seal(const std::string& rkey, const std::vector<std::uint8_t>& entry,
                                const std::string& signing_key) {
   std::vector<std::uint8_t> out(envelope_size + entry.size(), 0);
-  std::memcpy(out.data(), magic, 4);
+  std::memcpy(out.data(), signature_magic, 4);
   out[4] = version;
   out[5] = signing_key.empty() ? kind_unsigned : kind_hmac;
   if (!signing_key.empty()) {
@@ -75,7 +75,7 @@ std::optional<std::size_t> open_envelope(const std::string& rkey, const std::vec
     why = "shorter than its envelope (" + std::to_string(body.size()) + " bytes)";
     return std::nullopt;
   }
-  if (std::memcmp(body.data(), magic, 4) != 0) {
+  if (std::memcmp(body.data(), signature_magic, 4) != 0) {
     why = "not a fatpack remote entry (bad magic)";
     return std::nullopt;
   }
