@@ -698,7 +698,14 @@ plan_require)
   expect_in err.txt "sm_120 gets nothing from package 'rp'.*PTX ISA"
   run 1 "$fatpack" plan --require sm_120 --policy sass_only rp.fpk
   run 2 "$fatpack" plan --require sm_9x rp.fpk
-  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability"  # was: --gpu 'sm_9x'
+  expect_in err.txt "^fatpack: error: --require 'sm_9x' is not a compute capability \\(not a number"  # was: --gpu 'sm_9x'
+  # Numbers of the wrong length are said to be that (before: "not a number" for sm_0 and sm_99999).
+  run 2 "$fatpack" plan --gpu sm_0 rp.fpk
+  expect_in err.txt "'sm_0' is not a compute capability \\(2 to 4 digits: major and minor"
+  run 2 "$fatpack" plan --gpu 99999 rp.fpk
+  expect_in err.txt "'99999' is not a compute capability \\(2 to 4 digits"
+  run 2 "$fatpack" plan --gpu 1234.5 rp.fpk
+  expect_in err.txt "'1234.5' is not a compute capability \\(a major of 1 to 3 digits and a minor of 1 digit"
   run 2 "$fatpack" plan --require , rp.fpk
   # Names are outside input: the message shows control bytes escaped.
   run 0 "$fatpack" pack -o resc.fpk --name "$(printf 'p\033x')" --module "$(printf 'm\033y')" "${cubins[0]}"

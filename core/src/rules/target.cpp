@@ -6,6 +6,7 @@
 // there is one spelling per target (no leading zeros, lower-case suffix).
 #include "fatpack/core/target.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -81,13 +82,19 @@ result<std::uint32_t> parse_compute_capability(std::string_view text, cc_suffix 
     *out = v;
     return true;
   };
+  // What failed, said as it is: sm_0 and sm_99999 are numbers, of the wrong length.
+  auto all_digits = [](std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_digit); };
   std::uint32_t v = 0;
   if (const std::size_t dot = t.find('.'); dot != std::string_view::npos) {
     std::uint32_t major = 0, minor = 0;
-    if (!digits(t.substr(0, dot), 1, 3, &major) || !digits(t.substr(dot + 1), 1, 1, &minor)) return bad("not a number");
+    if (!all_digits(t.substr(0, dot)) || !all_digits(t.substr(dot + 1))) return bad("not a number");
+    if (!digits(t.substr(0, dot), 1, 3, &major) || !digits(t.substr(dot + 1), 1, 1, &minor))
+      return bad("a major of 1 to 3 digits and a minor of 1 digit");
     v = major * 10 + minor;
-  } else if (!digits(t, 2, 4, &v)) {
+  } else if (!all_digits(t)) {
     return bad("not a number");
+  } else if (!digits(t, 2, 4, &v)) {
+    return bad("2 to 4 digits: major and minor");
   }
   if (v < 10) return bad("below 1.0");
   return v;
