@@ -16,7 +16,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -934,4 +936,29 @@ TEST_CASE("kernels by name: threads looking up by C++ name at once share one dem
   }
   for (auto& t : ts) t.join();
   CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("a log callback that calls fatpack again on the path that warned does not deadlock") {
+  // The warnings said once per process (an unknown FATPACK_JIT_PIECES, FATPACK_JIT_PIECE_GROUPS or
+  // FATPACK_JIT_BACKEND, an nvJitLink that does not load) were emitted inside std::call_once: a log
+  // callback that loaded a module again re-entered the call_once running on its own thread.
+  add("reenterpkg", "reenter_vadd", {"vadd.compute_80.ptx#reenter"});
+  scoped_env pieces("FATPACK_JIT_PIECES", "no-such-policy");
+  const fatpack::log_level level = fatpack::get_log_level();
+  fatpack::set_log_level(fatpack::log_level::warn);
+  std::atomic<int> depth{0}, lines{0};
+  fatpack::set_log_callback([&](fatpack::log_level, std::string_view line) {
+    if (line.find("FATPACK_JIT_PIECES") == std::string_view::npos) return;
+    ++lines;
+    if (depth++ == 0) (void)fatpack::load_module("reenter_vadd");  // the path that is warning, again
+  });
+  auto loaded = std::async(std::launch::async, [] { return fatpack::load_module("reenter_vadd").has_value(); });
+  if (loaded.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    std::fprintf(stderr, "runtime_test: a log callback re-entering fatpack deadlocked\n");
+    std::_Exit(1);
+  }
+  CHECK(loaded.get());
+  CHECK(lines == 1);
+  fatpack::set_log_callback(nullptr);
+  fatpack::set_log_level(level);
 }

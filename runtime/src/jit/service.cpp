@@ -174,11 +174,9 @@ jit_backend jit_backend_in_use() {
   const std::string v = lower_word(env);
   if (v == "nvjitlink") return jit_backend::nvjitlink;
   if (v != "culink") {  // a typo must not pass unnoticed as the other back end
-    static std::once_flag warned;
-    std::call_once(warned, [&] {
-      log_line(log_level::warn, "FATPACK_JIT_BACKEND='" + core::printable_text(env, 64) +
-                                    "' is neither culink nor nvjitlink; using culink");
-    });
+    static std::atomic<bool> warned{false};
+    log_once(warned, log_level::warn,
+             "FATPACK_JIT_BACKEND='" + core::printable_text(env, 64) + "' is neither culink nor nvjitlink; using culink");
   }
   return jit_backend::culink;
 }
@@ -343,8 +341,8 @@ const nvjitlink_lib* pick_nvjitlink() {
   if (jit_backend_in_use() != jit_backend::nvjitlink) return nullptr;
   const auto& lib = load_nvjitlink();
   if (lib) return *lib;
-  static std::once_flag warned;
-  std::call_once(warned, [&] { log_line(log_level::warn, lib.error().message + "; using the driver's cuLink JIT"); });
+  static std::atomic<bool> warned{false};
+  log_once(warned, log_level::warn, lib.error().message + "; using the driver's cuLink JIT");
   return nullptr;
 }
 

@@ -26,11 +26,9 @@ piece_policy policy_from_env() {
   if (!v || !*v || std::strcmp(v, "background") == 0) return piece_policy::background;
   if (std::strcmp(v, "on_demand") == 0) return piece_policy::on_demand;
   if (std::strcmp(v, "off") == 0) return piece_policy::off;
-  static std::once_flag warned;
-  std::call_once(warned, [&] {
-    log_line(log_level::warn, "FATPACK_JIT_PIECES='" + core::printable_text(v, 64) +
-                                  "' is not off, on_demand or background; using background");
-  });
+  static std::atomic<bool> warned{false};
+  log_once(warned, log_level::warn,
+           "FATPACK_JIT_PIECES='" + core::printable_text(v, 64) + "' is not off, on_demand or background; using background");
   return piece_policy::background;
 }
 
@@ -94,11 +92,10 @@ std::size_t piece_groups_in_use() {
   char* end = nullptr;
   const unsigned long n = std::strtoul(v, &end, 10);
   if (*end || v[0] == '-' || n > 1000000) {
-    static std::once_flag warned;
-    std::call_once(warned, [&] {
-      log_line(log_level::warn, "FATPACK_JIT_PIECE_GROUPS='" + core::printable_text(v, 64) +
-                                    "' is not a number of pieces up to 1000000; splitting per kernel");
-    });
+    static std::atomic<bool> warned{false};
+    log_once(warned, log_level::warn,
+             "FATPACK_JIT_PIECE_GROUPS='" + core::printable_text(v, 64) +
+                 "' is not a number of pieces up to 1000000; splitting per kernel");
     return 0;
   }
   return n;

@@ -85,6 +85,10 @@ std::string quoted_excerpt(std::string_view text, std::size_t limit) {
   return text.size() > limit ? s + "..." : s;
 }
 
+void log_once(std::atomic<bool>& said, log_level level, std::string_view text) {
+  if (!said.exchange(true)) log_line(level, text);
+}
+
 const char* log_level_name(log_level level) {
   switch (level) {
     case log_level::error: return "error";

@@ -6,6 +6,7 @@
 
 #include "fatpack/fatpack.hpp"
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,10 @@ namespace fatpack::detail {
 bool log_enabled(log_level level);
 // Emits one or more lines (split at '\n'), each prefixed.
 void log_line(log_level level, std::string_view text);
+// Emits `text` the first time `said` is found false (a warning said once per process). Not
+// std::call_once around log_line: a log callback that calls fatpack again on the same path re-entered
+// the call_once running on its own thread, a deadlock (runtime_test).
+void log_once(std::atomic<bool>& said, log_level level, std::string_view text);
 const char* log_level_name(log_level level);
 // Text from outside (an environment value, a key text read from a cache file) as a message quotes it:
 // at most `limit` bytes, anything but printable ASCII as '?', "..." after a cut; it can neither fill
