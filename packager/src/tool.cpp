@@ -14,8 +14,28 @@ namespace fatpack::tool {
 
 std::string printable(const std::string& s) { return fatpack::core::terminal_text(s); }
 
-void print_error(const std::string& message) { std::cerr << "fatpack: error: " << message << "\n"; }
-void print_warning(const std::string& message) { std::cerr << "fatpack: warning: " << message << "\n"; }
+namespace {
+
+// Every message line by line through printable(): a file name, an environment value or a tool's
+// output quoted in an error could otherwise write terminal escapes; the line breaks of a multi-line
+// message (nvcc's output) stay.
+void print_lines(const char* prefix, const std::string& message) {
+  std::string out = prefix;
+  std::size_t at = 0;
+  for (;;) {
+    const std::size_t nl = message.find('\n', at);
+    out += printable(message.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    if (nl == std::string::npos) break;
+    out += '\n';
+    at = nl + 1;
+  }
+  std::cerr << out << "\n";
+}
+
+}  // namespace
+
+void print_error(const std::string& message) { print_lines("fatpack: error: ", message); }
+void print_warning(const std::string& message) { print_lines("fatpack: warning: ", message); }
 bool stderr_is_terminal() { return ::isatty(2) == 1; }
 
 std::vector<std::string>& passthrough_args() {

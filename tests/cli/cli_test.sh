@@ -248,6 +248,13 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   ! grep -q $'[\x1b\x07]' out.txt || fail "warm printed control characters from a package name or the cache path"
   run 0 "$fatpack" cache list --path "$escp"
   ! grep -q $'[\x1b\x07]' out.txt || fail "cache list printed control characters from the cache path"
+  # Errors and warnings too, line by line (before: a file name or a key path from the environment
+  # with escapes reached the terminal raw in an error).
+  run 1 "$fatpack" verify $'no\e[2Jsuch.fpk'
+  expect_in err.txt "^fatpack: error: no\?\[2Jsuch.fpk"
+  FATPACK_CACHE_REMOTE_KEY=$'/no/\e]0;T\akey' run 1 "$fatpack" cache pull --path "$c" --remote http://127.0.0.1:9/x w.fpk
+  expect_in err.txt "no/\?\]0;T\?key"
+  ! grep -q $'[\x1b\x07]' err.txt || fail "an error printed control characters from a file name or the environment"
   # Errors: a bad target is a usage error; no driver and a failing JIT are failures that say why.
   run 2 "$fatpack" warm --path "$c" --target sm_9x w.fpk
   expect_in err.txt "fatpack: error: --target: .*sm_9x"
