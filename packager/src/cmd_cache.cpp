@@ -136,7 +136,8 @@ int run_list(const cache_args& a) {
   // no entry, an item of objects/ that is not a fan-out directory. `verify --repair` removes each
   // of them but a directory, and says so.
   for (const auto& p : unreadable)
-    print_warning(printable(p.file + ": " + p.problem) + " (not listed; fatpack cache verify --repair removes it)");
+    print_warning(printable(p.file + ": " + p.problem) +
+                  " (not listed; fatpack cache verify --repair removes it, unless it is a directory)");
   return exit_ok;
 }
 

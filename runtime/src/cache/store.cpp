@@ -605,9 +605,14 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
     if (strays) {
       if (std::string bad = fan_out_problem(d, fan); !bad.empty()) {
         file_stat ls;
+        const bool directory = f.stat(d, ls) == 0 && ls.directory && !ls.symlink;
         // fan_out_problem names the directory first; the item carries it already.
         if (bad.compare(0, d.size(), d) == 0) bad.erase(0, bad.find_first_not_of(": ", d.size()));
-        strays->push_back(stray_item{d, bad, f.stat(d, ls) == 0 && ls.directory && !ls.symlink});
+        if (directory) bad += " (its files are neither read nor removed)";
+        strays->push_back(stray_item{d, bad, directory});
+        // Not descended into: its files are not the cache's, and one that another user may write
+        // could be swapped for a symlink between the scan and a --repair unlink by path.
+        continue;
       }
     }
     if (fan.size() != 2) continue;

@@ -100,8 +100,9 @@ class cache_dir {
   };
   // Every file under objects/ (entries and temp files). No entry is read. Files are taken from every
   // real directory of objects/ whose name has two characters; nothing behind a symlink is read.
-  // With `strays`, every item of objects/ that breaks the fan-out rules is added there as well
-  // (the cache commands report them; the runtime's scans ignore them, as before).
+  // With `strays`, every item of objects/ that breaks the fan-out rules is added there instead, and
+  // a directory among them is not descended into (the cache commands report them and never remove
+  // anything inside them; the runtime's scans ignore them, as before).
   std::vector<file_item> scan(std::vector<stray_item>* strays = nullptr);
 
   // Why the index is unusable ("" when fine); for stats/verify.
