@@ -93,6 +93,18 @@ result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_onl
       new admin_impl(cache_dir::open(dir, true, cfg.max_bytes, dir, false, cfg.codec, /*map_reads=*/false)));
 }
 
+namespace {
+
+// Why an entry whose code key text `ct` hashes to `code` and whose driver text to `driver` does not
+// belong under the file name `slot` was parsed from ("" when it does): list and verify say the same.
+std::string misfiled_problem(const decltype(index_slot::code)& code, std::uint64_t driver, const std::string& ct,
+                             const index_slot& slot) {
+  if (code == slot.code && driver == slot.driver) return {};
+  return "entry holds another key than its file name says (" + describe_code_text(ct) + ")";
+}
+
+}  // namespace
+
 disk_stats admin_impl::stats() {
   disk_stats s;
   s.path = d_->root();
@@ -142,12 +154,10 @@ std::vector<entry_info> admin_impl::list(std::vector<entry_problem>* unreadable)
       continue;
     }
     // Filed under another key's name: the runtime never serves it (verify says the same).
-    if (code_key_of_text(e.code_text).hash != slot.code ||
-        XXH3_64bits(e.driver_text.data(), e.driver_text.size()) != slot.driver) {
-      if (unreadable)
-        unreadable->push_back(entry_problem{
-            it.path, "entry holds another key than its file name says (" + describe_code_text(e.code_text) + ")",
-            false});
+    if (std::string wrong = misfiled_problem(code_key_of_text(e.code_text).hash,
+                                             XXH3_64bits(e.driver_text.data(), e.driver_text.size()), e.code_text, slot);
+        !wrong.empty()) {
+      if (unreadable) unreadable->push_back(entry_problem{it.path, std::move(wrong), false});
       continue;
     }
     e.file = it.path;
@@ -192,8 +202,7 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   driver_id dk;
   dk.text = dt;
   dk.hash = XXH3_64bits(dt.data(), dt.size());
-  if (ck.hash != slot.code || dk.hash != slot.driver)
-    return "entry holds another key than its file name says (" + describe_code_text(ct) + ")";
+  if (std::string wrong = misfiled_problem(ck.hash, dk.hash, ct, slot); !wrong.empty()) return wrong;
   expected_key want{&ck, &dk, target_arch_of(ct)};
   sass_bytes cubin;
   std::string drv;

@@ -41,12 +41,7 @@ namespace {
 
 using fatpack::detail::c_api::fail;
 using fatpack::detail::c_api::guarded;
-
-fatpack_status ok() {
-  t_last_error.clear();
-  t_last_cuda_status = 0;
-  return FATPACK_OK;
-}
+using fatpack::detail::c_api::ok;
 
 fatpack_status from(const fatpack::status& s) { return s ? ok() : fail(s.error()); }
 

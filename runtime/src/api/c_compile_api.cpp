@@ -27,6 +27,7 @@ static_assert(static_cast<int>(fatpack::compile_path::cache_hit) == FATPACK_COMP
 
 using fatpack::detail::c_api::fail;
 using fatpack::detail::c_api::guarded;
+using fatpack::detail::c_api::ok;
 fatpack_status fail(const std::string& message) { return fail(fatpack::errc::invalid_argument, message); }
 
 // `n` strings of `a`, none null.
@@ -84,8 +85,7 @@ fatpack_status fatpack_compile(const fatpack_compile_args* args, fatpack_program
                 "\ntotal_ms=" + std::to_string(r.total_ms) + "\n";
     if (!r.log.empty()) p->report += "log=\n" + r.log + (r.log.back() == '\n' ? "" : "\n");  // last: NVRTC's lines
     *out = p;
-    fatpack::detail::c_api::set_last_error(nullptr);
-    return FATPACK_OK;
+    return ok();
   });
 }
 
@@ -97,8 +97,7 @@ fatpack_status fatpack_program_kernel(const fatpack_program* program, const char
     auto k = program->c.kernel(name);
     if (!k) return fail(k.error());
     *out = *k;
-    fatpack::detail::c_api::set_last_error(nullptr);
-    return FATPACK_OK;
+    return ok();
   });
 }
 

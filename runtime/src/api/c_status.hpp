@@ -15,6 +15,11 @@ namespace fatpack::detail::c_api {
 // Sets this thread's message and CUDA status from `e`, or clears both when it is null (c_api.cpp).
 void set_last_error(const fatpack::error* e);
 
+// Success: clears this thread's message.
+inline fatpack_status ok() {
+  set_last_error(nullptr);
+  return FATPACK_OK;
+}
 inline fatpack_status fail(const fatpack::error& e) {
   set_last_error(&e);
   return static_cast<fatpack_status>(e.code);

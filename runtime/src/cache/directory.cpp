@@ -218,7 +218,9 @@ std::string fan_out_problem(const std::string& dir, const std::string& name) {
   fs& f = current_fs();
   std::string bad = check_private(f, dir, place::in_layer);
   if (bad.empty() && !is_fan_out_name(name))
-    bad = dir + ": not a fan-out directory (objects/ holds only directories named by two hex digits)";
+    return "not a fan-out directory (objects/ holds only directories named by two hex digits)";
+  // check_private's sentences start with the directory; the caller names it already.
+  if (bad.compare(0, dir.size(), dir) == 0) bad.erase(0, bad.find_first_not_of(": ", dir.size()));
   return bad;
 }
 

@@ -35,7 +35,8 @@ dir_verdict check_prebuilt_dir(const std::string& root);
 // which reports each one that breaks them (fan_out_problem) instead of refusing the whole cache:
 // `cache verify` must name a planted symlink, and `verify --repair` remove it.
 dir_verdict check_cache_dir_for_reading(const std::string& root);
-// What is wrong with `dir`, an item of objects/, as a fan-out directory ("" when nothing): a name
+// What is wrong with `dir`, an item of objects/, as a fan-out directory ("" when nothing; the reason
+// alone, without the path, which the caller names): a name
 // other than two lower-case hex digits, a symlink or another non-directory, an owner other than us
 // or root, or write access for group or others. A layer holding such an item is refused whole.
 std::string fan_out_problem(const std::string& dir, const std::string& name);

@@ -602,12 +602,13 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
   for (const auto& fan : fans) {
     std::vector<std::string> names;
     const std::string d = objects + "/" + fan;
+    // Only real directories (stat is lstat; list_dir refuses symlinks too): a symlink planted as
+    // objects/<ab> is not the cache's, and nothing behind it is read, evicted or removed.
+    file_stat ds;
+    const int stat_error = f.stat(d, ds);
     if (strays) {
       if (std::string bad = fan_out_problem(d, fan); !bad.empty()) {
-        file_stat ls;
-        const bool directory = f.stat(d, ls) == 0 && ls.directory && !ls.symlink;
-        // fan_out_problem names the directory first; the item carries it already.
-        if (bad.compare(0, d.size(), d) == 0) bad.erase(0, bad.find_first_not_of(": ", d.size()));
+        const bool directory = stat_error == 0 && ds.directory && !ds.symlink;
         if (directory) bad += " (its files are neither read nor removed)";
         strays->push_back(stray_item{d, bad, directory});
         // Not descended into: its files are not the cache's, and one that another user may write
@@ -616,11 +617,8 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
       }
     }
     if (fan.size() != 2) continue;
-    // Only real directories (stat is lstat; list_dir refuses symlinks too): a symlink planted as
-    // objects/<ab> is not the cache's, and nothing behind it is read, evicted or removed.
-    file_stat ds;
-    if (int e = f.stat(d, ds)) {
-      io_problem("cannot stat", d, e, skipped);
+    if (stat_error) {
+      io_problem("cannot stat", d, stat_error, skipped);
       continue;
     }
     if (!ds.directory) continue;
