@@ -83,9 +83,20 @@ struct cache_args {
   std::vector<std::string> targets, packages;  // pull
 };
 
-// Opens the cache the command works on: --path, else the per-user default the runtime uses.
-fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool read_only) {
-  return fc::admin::open(cache_dir_argument(a.path), read_only);
+// Opens the cache the command works on: --path, else the per-user default the runtime uses. A path
+// that is not a directory is an error (before, a file read as an empty cache). A command that only
+// removes (`prune`, `clear`, `verify --repair`: `existing`) needs a cache there: before, a mistyped
+// path got a new, empty cache made at it and "removed 0 entries".
+fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool read_only, bool existing = false) {
+  const std::string dir = cache_dir_argument(a.path);
+  std::error_code ec;
+  const auto st = std::filesystem::status(dir, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+    return fatpack::error{fatpack::errc::invalid_argument, 0, dir + " is not a directory", {}};
+  if (existing && !std::filesystem::is_directory(std::filesystem::symlink_status(dir + "/v1", ec)))
+    return fatpack::error{fatpack::errc::invalid_argument, 0,
+                          "no fatpack cache at " + dir + " (it has no v1/ directory): nothing to change", {}};
+  return fc::admin::open(dir, read_only);
 }
 
 int run_stats(const cache_args& a) {
@@ -142,7 +153,7 @@ int run_list(const cache_args& a) {
 }
 
 int run_verify(const cache_args& a) {
-  auto c = open_cache(a, !a.repair);
+  auto c = open_cache(a, !a.repair, a.repair);
   if (!c) return failed(c.error());
   const auto problems = (*c)->verify(a.repair);
   const auto checked = (*c)->stats().entries;
@@ -152,7 +163,11 @@ int run_verify(const cache_args& a) {
     print_json({{"path", (*c)->path()}, {"ok", problems.empty()}, {"problems", arr}});
   } else {
     for (const auto& p : problems)
-      print_error(printable(p.file + ": " + p.problem) + (p.removed ? " (removed)" : ""));
+      // The index is rebuilt, not removed.
+      print_error(printable(p.file + ": " + p.problem) +
+                  (!p.removed ? "" : p.file.size() >= 9 && p.file.compare(p.file.size() - 9, 9, "/index.v1") == 0
+                                         ? " (rebuilt)"
+                                         : " (removed)"));
     if (problems.empty())
       std::printf("%s: ok (%s)\n", printable((*c)->path()).c_str(), count_of(checked, "entry", "entries").c_str());
   }
@@ -163,7 +178,7 @@ int run_verify(const cache_args& a) {
 }
 
 int run_prune(const cache_args& a) {
-  auto c = open_cache(a, false);
+  auto c = open_cache(a, false, true);
   if (!c) return failed(c.error());
   std::uint64_t max_bytes = (*c)->stats().max_bytes;
   if (!a.max_size.empty() && !fc::parse_max_size(a.max_size, max_bytes))
@@ -181,7 +196,7 @@ int run_prune(const cache_args& a) {
 }
 
 int run_clear(const cache_args& a) {
-  auto c = open_cache(a, false);
+  auto c = open_cache(a, false, true);
   if (!c) return failed(c.error());
   const auto before = (*c)->stats();
   if (auto s = (*c)->clear(); !s) return failed(s.error());

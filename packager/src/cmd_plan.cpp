@@ -135,7 +135,7 @@ command_runner add_plan_command(CLI::App& app) {
         if (!o->module.empty() && mod != o->module) continue;
         matched = true;
         if (!o->json) {
-          std::cout << "package '" << pkg.name() << "', module '" << mod << "' with " << driver_text
+          std::cout << "package '" << printable(std::string(pkg.name())) << "', module '" << printable(mod) << "' with " << driver_text
                     << (has_ltoir(me) ? ", " + nvjitlink_text : std::string()) << ", policy "
                     << fatpack::policy_name(pol) << (o->tegra ? ", Tegra" : "") << ":\n";
           if (matrix) std::printf("  %-8s %-6s %-14s %s\n", "GPU", "CC", "loads", "why");

@@ -224,6 +224,51 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   expect_in out.txt "removed 1 entry \\("
   run 0 "$fatpack" cache stats --path "$c" --json
   json "assert d['stats']['entries'] == 0, d"
+  # Refused fan-out directories (an attacker review): one others may write, one another user owns
+  # (as root), and a file of no entry name in a sound one. list shows the one sound entry; stats
+  # counts what list lists; clear and prune remove only entries of sound directories and say so;
+  # verify --repair leaves no index mismatch behind. Before, clear and prune deleted every file in
+  # them ("removed 3 entries" of a cache list showed 1 of), stats counted 3, and --repair rebuilt the
+  # index with the entries verify had just refused, so verify reported the mismatch again for ever.
+  r="$work/refused"
+  run 0 "$fatpack" warm --path "$r" --target sm_90,sm_100,sm_120 w.fpk
+  mapfile -t fans < <(cd "$r/v1/objects" && ls)
+  [ ${#fans[@]} -eq 3 ] || fail "expected 3 fan-out directories, got ${fans[*]}"
+  o="$r/v1/objects"
+  chmod 0777 "$o/${fans[0]}" && echo keep > "$o/${fans[0]}/notes"
+  [ "$(id -u)" = 0 ] && chown 65534 "$o/${fans[1]}" || chmod 0777 "$o/${fans[1]}"
+  keep=("$o/${fans[0]}/notes" "$o/${fans[2]}/notes" "$o/${fans[0]}"/*.fpc "$o/${fans[1]}"/*.fpc)
+  run 0 "$fatpack" cache list --path "$r"
+  expect_in out.txt "^1 entry in "
+  run 0 "$fatpack" cache stats --path "$r" --json
+  json "assert d['stats']['entries'] == 1, d"
+  run 1 "$fatpack" cache verify --path "$r" --repair
+  run 1 "$fatpack" cache verify --path "$r"
+  ! grep -q "index lists" err.txt || { cat err.txt; fail "verify --repair left the index disagreeing with the directory"; }
+  echo keep > "$o/${fans[2]}/notes"  # verify --repair removes such a file; prune and clear must not
+  sound=$(ls "$o/${fans[2]}"/*.fpc) && cp "$sound" sound-entry.fpc
+  run 0 "$fatpack" cache prune --path "$r" --max-size 1
+  expect_in out.txt "removed 1 entry \\("
+  cp sound-entry.fpc "$sound"
+  run 0 "$fatpack" cache clear --path "$r"
+  expect_in out.txt "removed 1 entry \\("
+  for f in "${keep[@]}"; do [ -f "$f" ] || fail "prune or clear removed $f, in a refused directory or of no entry name"; done
+  # A path with no cache: prune, clear and verify --repair say so and make nothing (before, a
+  # mistyped path got a new empty cache and "removed 0 entries"); a file is not read as a cache.
+  for cmd in "prune" "clear" "verify --repair"; do
+    run 1 "$fatpack" cache $cmd --path "$work/no-cache-here"
+    expect_in err.txt "no fatpack cache at $work/no-cache-here"
+  done
+  [ ! -e "$work/no-cache-here" ] || fail "a cache command made $work/no-cache-here"
+  run 1 "$fatpack" cache stats --path "$work/w.fpk"
+  expect_in err.txt "is not a directory"
+  # objects/ planted as a symlink: refused by the commands that write (before, the runtime wrote
+  # through it and clear said "removed 0 entries").
+  s="$work/objects-link" && mkdir -p "$work/objects-elsewhere"
+  run 0 "$fatpack" warm --path "$s" --target sm_120 w.fpk
+  rm -r "$s/v1/objects" && ln -s "$work/objects-elsewhere" "$s/v1/objects"
+  run 1 "$fatpack" cache clear --path "$s"
+  expect_in err.txt "objects is a symbolic link: not followed"
   # FATPACK_CACHE_CODEC: warm writes the entries the runtime would (flags bits 0-3 at offset 16: 0
   # stored, 1 LZ4); a value the runtime warns about is said here too, and the default used.
   codec_of() { python3 -c "import glob,struct,sys; print(' '.join(str(struct.unpack_from('<I', open(f,'rb').read(), 16)[0] & 15) for f in sorted(glob.glob(sys.argv[1] + '/v1/objects/*/*.fpc'))))" "$1"; }
@@ -254,6 +299,9 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   ! grep -q $'[\x1b\x07]' out.txt || fail "warm printed control characters from a package name or the cache path"
   run 0 "$fatpack" cache list --path "$escp"
   ! grep -q $'[\x1b\x07]' out.txt || fail "cache list printed control characters from the cache path"
+  run 0 "$fatpack" plan --gpu sm_90 esc.fpk
+  expect_in out.txt "^package 'n\?\[31mX', module 'm\?\[2J'"
+  ! grep -q $'[\x1b\x07]' out.txt || fail "plan printed control characters from a package or module name"
   # Errors and warnings too, line by line (before: a file name or a key path from the environment
   # with escapes reached the terminal raw in an error).
   run 1 "$fatpack" verify $'no\e[2Jsuch.fpk'

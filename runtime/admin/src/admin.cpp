@@ -113,6 +113,7 @@ disk_stats admin_impl::stats() {
   s.writable = d_->writable() || ::access(d_->dir().c_str(), W_OK) == 0;
   s.max_bytes = d_->max_bytes();
   for (const auto& it : d_->scan()) {
+    if (!it.st.regular) continue;  // a FIFO or link named like an entry is a stray (list, verify), not one
     if (it.temp) {
       ++s.temp_files;
       continue;
@@ -291,8 +292,9 @@ std::vector<entry_problem> admin_impl::verify(bool remove_bad) {
     std::uint64_t damaged = idx->damaged_slots();
     if (damaged) ix.problem = "index has " + std::to_string(damaged) + " damaged slots";
     else if (idx->live() != entries || idx->total_bytes() != bytes)
-      ix.problem = "index lists " + std::to_string(idx->live()) + " entries / " + std::to_string(idx->total_bytes()) +
-                   " bytes, the directory holds " + std::to_string(entries) + " / " + std::to_string(bytes);
+      ix.problem = "index lists " + std::to_string(idx->live()) + (idx->live() == 1 ? " entry / " : " entries / ") +
+                   std::to_string(idx->total_bytes()) + " bytes, the directory holds " + std::to_string(entries) +
+                   " / " + std::to_string(bytes);
   }
   if (!ix.problem.empty()) {
     if (rm) {
@@ -324,6 +326,10 @@ status admin_impl::clear() {
   fs& f = current_fs();
   std::string failed;
   for (const auto& it : d_->scan()) {
+    // Entries and temp files only: another file someone put in a fan-out directory is not the
+    // cache's to delete (before, clear unlinked every item; `verify --repair` handles strays).
+    index_slot slot;
+    if (!it.st.regular || !(it.temp || parse_file_name(it.name, slot.code, slot.driver))) continue;
     // A temp file whose writer is alive is spared: it is renamed into an entry in a moment (and the
     // writer then adds it to the index); deleting it under the writer only made its rename fail.
     if (it.temp && temp_writer_alive(it.path)) continue;

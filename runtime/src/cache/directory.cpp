@@ -138,6 +138,19 @@ dir_verdict prepare_user_dir(const std::string& given, bool read_only_wanted) {
                       "cache is used read-only";
     return v;
   }
+  // objects/ by the same rules, where it exists: entries are opened through it by path, so a symlink
+  // planted there sent every read and write of this cache elsewhere, where `fatpack cache` (which
+  // does not follow it) neither saw, evicted nor cleared them.
+  const std::string objects = fmt + "/objects";
+  auto objects_problem = [&]() -> std::string {
+    file_stat os;
+    if (f.stat(objects, os) != 0) return {};
+    return check_private(f, objects, place::in_cache);
+  };
+  if (std::string bad = objects_problem(); !bad.empty()) {
+    v.warning = bad + "; the JIT cache is memory-only";
+    return v;
+  }
   if (read_only_wanted) {
     v.access = dir_access::read_only;
     return v;
@@ -145,7 +158,7 @@ dir_verdict prepare_user_dir(const std::string& given, bool read_only_wanted) {
   // Can we write? The objects directory and a lock file are what a writer needs first. Opening and
   // closing index.lock drops no lock this process holds on it (OFD locks belong to their own open
   // file description, locks.hpp).
-  int e = f.mkdir(fmt + "/objects", 0700);
+  int e = f.mkdir(objects, 0700);
   if (e == EEXIST) e = 0;
   if (!e) {
     int fd = -1;
@@ -214,9 +227,9 @@ dir_verdict check_prebuilt_dir(const std::string& given) { return check_layer_tr
 
 dir_verdict check_cache_dir_for_reading(const std::string& given) { return check_layer_tree(given, false, ""); }
 
-std::string fan_out_problem(const std::string& dir, const std::string& name) {
+std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own) {
   fs& f = current_fs();
-  std::string bad = check_private(f, dir, place::in_layer);
+  std::string bad = check_private(f, dir, root_may_own ? place::in_layer : place::in_cache);
   if (bad.empty() && !is_fan_out_name(name))
     return "not a fan-out directory (objects/ holds only directories named by two hex digits)";
   // check_private's sentences start with the directory; the caller names it already.

@@ -38,8 +38,9 @@ dir_verdict check_cache_dir_for_reading(const std::string& root);
 // What is wrong with `dir`, an item of objects/, as a fan-out directory ("" when nothing; the reason
 // alone, without the path, which the caller names): a name
 // other than two lower-case hex digits, a symlink or another non-directory, an owner other than us
-// or root, or write access for group or others. A layer holding such an item is refused whole.
-std::string fan_out_problem(const std::string& dir, const std::string& name);
+// (or root, where `root_may_own`: a tree root owns), or write access for group or others. A layer
+// holding such an item is refused whole.
+std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own);
 // The format directory inside a cache root: "<root>/v1".
 std::string format_dir(const std::string& root);
 

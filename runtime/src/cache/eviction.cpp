@@ -101,7 +101,7 @@ evict_result evict_to(cache_dir& d, std::uint64_t target_bytes, bool wait) {
   if (!ev.held()) return {};
   evict_result r = evict_locked(d, target_bytes);
   if (r.removed)
-    log_line(log_level::debug, "JIT cache (" + d.label() + "): evicted " + std::to_string(r.removed) + " entries (" +
+    log_line(log_level::debug, "JIT cache (" + d.label() + "): evicted " + std::to_string(r.removed) + (r.removed == 1 ? " entry (" : " entries (") +
                                    std::to_string(r.bytes_freed) + " bytes), " + std::to_string(r.bytes_left) + " left");
   return r;
 }

@@ -579,7 +579,7 @@ bool cache_dir::rebuild_index(std::string& why, std::uint32_t min_capacity, bool
   if (old) old->set_retired();  // other processes see it and remap
   auto fresh = index_file::map(path, true, why);
   if (!fresh) return false;
-  log_line(log_level::info, "JIT cache (" + label_ + "): index rebuilt from " + std::to_string(slots.size()) + " entries" +
+  log_line(log_level::info, "JIT cache (" + label_ + "): index rebuilt from " + std::to_string(slots.size()) + (slots.size() == 1 ? " entry" : " entries") +
                                 (map_why.empty() ? std::string() : " (" + map_why + ")"));
   std::lock_guard<std::mutex> m(mu_);
   index_ = std::move(fresh);
@@ -599,6 +599,14 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
     return out;
   }
   std::sort(fans.begin(), fans.end());
+  // A fan-out directory root owns is the cache's only in a tree root owns (a layer root installed);
+  // in this user's own cache it is someone else's, like any other owner's.
+  file_stat os;
+  if (int e = f.stat(objects, os)) {
+    io_problem("cannot stat", objects, e, skipped);
+    return out;
+  }
+  const bool root_may_own = prebuilt_ || os.uid == 0;
   for (const auto& fan : fans) {
     std::vector<std::string> names;
     const std::string d = objects + "/" + fan;
@@ -606,22 +614,24 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
     // objects/<ab> is not the cache's, and nothing behind it is read, evicted or removed.
     file_stat ds;
     const int stat_error = f.stat(d, ds);
-    if (strays) {
-      if (std::string bad = fan_out_problem(d, fan); !bad.empty()) {
-        const bool directory = stat_error == 0 && ds.directory && !ds.symlink;
-        if (directory) bad += " (its files are neither read nor removed)";
-        strays->push_back(stray_item{d, bad, directory});
-        // Not descended into: its files are not the cache's, and one that another user may write
-        // could be swapped for a symlink between the scan and a --repair unlink by path.
-        continue;
-      }
+    if (stat_error && !strays) {  // list and verify name it as a stray below instead
+      io_problem("cannot stat", d, stat_error, skipped);
+      continue;
     }
-    if (fan.size() != 2) continue;
+    if (std::string bad = fan_out_problem(d, fan, root_may_own); !bad.empty()) {
+      // Not descended into, by any scan (index rebuild, eviction, temp-file cleaning, `cache
+      // clear`, `prune`, `stats`): its files are not the cache's, and one that another user may
+      // write could be swapped for a symlink between the scan and an unlink by path. Before, only
+      // the scans of `list` and `verify` skipped it, and `clear` removed what they said it kept.
+      const bool directory = stat_error == 0 && ds.directory && !ds.symlink;
+      if (directory) bad += " (its files are neither read nor removed)";
+      if (strays) strays->push_back(stray_item{d, bad, directory});
+      continue;
+    }
     if (stat_error) {
       io_problem("cannot stat", d, stat_error, skipped);
       continue;
     }
-    if (!ds.directory) continue;
     if (int e = f.list_dir(d, names)) {
       io_problem("cannot list", d, e, skipped);
       continue;

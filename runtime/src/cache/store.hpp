@@ -99,10 +99,11 @@ class cache_dir {
     bool directory = false;  // a real directory (not removable by unlink)
   };
   // Every file under objects/ (entries and temp files). No entry is read. Files are taken from every
-  // real directory of objects/ whose name has two characters; nothing behind a symlink is read.
-  // With `strays`, every item of objects/ that breaks the fan-out rules is added there instead, and
-  // a directory among them is not descended into (the cache commands report them and never remove
-  // anything inside them; the runtime's scans ignore them, as before).
+  // item of objects/ that is a fan-out directory by the rules (fan_out_problem: two hex digits, a
+  // real directory, this user's, or root's in a tree root owns, not writable by group or others);
+  // any other item is skipped, a directory among them not descended into, by every scan: nothing
+  // inside is indexed, evicted, cleared or counted. With `strays`, each one is also added there,
+  // with why (the cache commands report them).
   std::vector<file_item> scan(std::vector<stray_item>* strays = nullptr);
 
   // Why the index is unusable ("" when fine); for stats/verify.
