@@ -170,9 +170,10 @@ int child(const std::string& what, const std::string& in, const std::string& arc
     std::fprintf(stderr, "compile: %d threads after the hit\n", thread_count());
     std::printf("RESULT %.4f %.4f %s\n", ms, cpu, fatpack::compile_path_name(c->report.path));
     const auto& r = c->library.report();
-    std::printf("PHASES compile=%.4f library.select=%.4f library.decompress=%.4f library.jit=%.4f library.load=%.4f "
-                "library.total=%.4f\n",
-                c->report.total_ms, r.select_ms, r.decompress_ms, r.jit_ms, r.load_ms, r.total_ms);
+    const auto& p = c->report;
+    std::printf("PHASES other=%.4f locate=%.4f scan=%.4f lookup=%.4f register=%.4f load=%.4f compile=%.4f "
+                "library.load=%.4f\n",
+                ms - p.total_ms, p.locate_ms, p.scan_ms, p.lookup_ms, p.register_ms, p.load_ms, p.total_ms, r.load_ms);
     return 0;
   }
   // A package case: sass-lz4, sass-zstd, ptx.

@@ -149,6 +149,13 @@ int main(int argc, char** argv) {
     }
     std::cout << "\nreason=" << rep.reason << "\ncompiler=" << rep.compiler << "\n";
     if (!rep.not_cached.empty()) std::cout << "not_cached=" << rep.not_cached << "\n";
+    // The timings' parts: each measured (a hit and a miss both locate NVRTC, scan, look up and load)
+    // and together no more than the whole.
+    const double parts = rep.locate_ms + rep.scan_ms + rep.lookup_ms + rep.register_ms + rep.load_ms;
+    const bool measured = rep.locate_ms > 0 && rep.scan_ms > 0 && rep.register_ms > 0 && rep.load_ms > 0 &&
+                          (rep.lookup_ms > 0 || rep.cache_key.empty());  // looked up where cached
+    std::cout << "phases=" << (measured && parts <= rep.total_ms + 1e-6 ? "ok" : "wrong") << " total_ms=" << rep.total_ms
+              << " parts_ms=" << parts << "\n";
   }
   std::cout << "entry_mappings=" << entry_mappings() << "\n";
   std::cout << "threads=" << thread_count() << " hw=" << std::thread::hardware_concurrency() << "\n";

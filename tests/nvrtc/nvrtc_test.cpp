@@ -161,6 +161,8 @@ TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits witho
   CHECK(second.has("path=cache hit target=sm_90"));
   CHECK(second.has("kernel=ok"));
   CHECK(second.has("nvrtc_loaded=0"));
+  CHECK(first.has("phases=ok"));  // compile_report's timings: every part measured, within the whole
+  CHECK(second.has("phases=ok"));
 
   // An edited header on the include path is a miss, then a hit again.
   {
@@ -203,6 +205,29 @@ TEST_CASE("compile: a miss compiles SASS with NVRTC, a second process hits witho
     CHECK(mem.status == 0);
     CHECK(mem.has("path=NVRTC SASS target=sm_90 stored=0"));
     CHECK(mem.has("not_cached=the cache is memory-only"));
+  }
+  // A writable cache whose write fails (every fan-out directory writable by others, refused; found
+  // by an attacker review): not stored, and the report says so and why. Before, it said stored=1
+  // with no reason, and every process compiled again.
+  {
+    auto env = env_for(d);
+    const std::string c = d + "/refusing-cache";
+    env["FATPACK_CACHE_PATH"] = c;
+    ::mkdir(c.c_str(), 0700);
+    ::mkdir((c + "/v1").c_str(), 0700);
+    ::mkdir((c + "/v1/objects").c_str(), 0700);
+    for (int i = 0; i < 256; ++i) {
+      char fan[3];
+      std::snprintf(fan, sizeof fan, "%02x", i);
+      const std::string f = c + "/v1/objects/" + fan;
+      ::mkdir(f.c_str(), 0777);
+      ::chmod(f.c_str(), 0777);
+    }
+    auto refused = probe({d + "/saxpy.cu", "--include", d + "/inc", "--option", "-DREFUSED=1"}, env);
+    INFO(refused.out << refused.err);
+    CHECK(refused.status == 0);
+    CHECK(refused.has("path=NVRTC SASS target=sm_90 stored=0"));
+    CHECK(refused.has("not_cached=the cache did not store it: "));
   }
   // Another option is a miss.
   {

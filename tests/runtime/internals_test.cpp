@@ -484,13 +484,14 @@ class blocking_cache final : public sass_cache {
 
   std::optional<cache_hit> find(const jit_key&, bool) noexcept override { return std::nullopt; }
   std::unique_ptr<compile_guard> begin_compile(const jit_key&) noexcept override { return std::make_unique<guard>(*this); }
-  void store(const jit_key&, fatpack::core::byte_span) noexcept override {
+  std::string store(const jit_key&, fatpack::core::byte_span) noexcept override {
     std::unique_lock<std::mutex> l(mu);
     storing = true;
     store_thread = std::this_thread::get_id();
     cv.notify_all();
     cv.wait(l, [&] { return release; });
     stored = true;
+    return {};
   }
   const char* name() const noexcept override { return "blocking"; }
 };

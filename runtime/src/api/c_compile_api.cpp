@@ -82,7 +82,9 @@ fatpack_status fatpack_compile(const fatpack_compile_args* args, fatpack_program
                 "\nreason=" + r.reason + "\ncompiler=" + r.compiler + "\nnvrtc_version=" + r.nvrtc_version +
                 "\ncache_key=" + r.cache_key + "\nstored=" + (r.stored ? "1" : "0") + "\nnot_cached=" + r.not_cached +
                 "\ndependencies=" + std::to_string(r.dependencies.size()) + "\nnvrtc_ms=" + std::to_string(r.nvrtc_ms) +
-                "\ntotal_ms=" + std::to_string(r.total_ms) + "\n";
+                "\ntotal_ms=" + std::to_string(r.total_ms) + "\nlocate_ms=" + std::to_string(r.locate_ms) +
+                "\nscan_ms=" + std::to_string(r.scan_ms) + "\nlookup_ms=" + std::to_string(r.lookup_ms) +
+                "\nregister_ms=" + std::to_string(r.register_ms) + "\nload_ms=" + std::to_string(r.load_ms) + "\n";
     if (!r.log.empty()) p->report += "log=\n" + r.log + (r.log.back() == '\n' ? "" : "\n");  // last: NVRTC's lines
     *out = p;
     return ok();

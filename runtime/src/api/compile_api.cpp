@@ -274,6 +274,7 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   auto where = in_process ? result<detail::nvrtc_location>(in_process->where) : detail::locate_nvrtc();
   if (!where) return where.error();
   rep.compiler = where->identity;
+  rep.locate_ms = total.ms();
 
   const auto dirs = include_dirs(req);
   const auto pre = pre_includes(req);
@@ -285,6 +286,7 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
   for (const auto& o : req.options) detail::note_clock_macros(o, "option '" + o + "'", manifest);
   for (const auto& e : req.name_expressions) detail::note_clock_macros(e, "name expression '" + e + "'", manifest);
   const std::string date = manifest.date_macro ? local_date() : std::string();
+  rep.scan_ms = total.ms() - rep.locate_ms;
 
   std::shared_ptr<detail::sass_cache> cache = detail::get_sass_cache();
   const cache_mode mode = cache_status().mode;
@@ -317,12 +319,14 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
       return h;
     };
     bool jit = false;
+    stopwatch lookup;
     auto hit = look(jit);
     if (!hit) {
       // Another process compiling it (either path: one lock per source key): wait for its entry.
       guard = cache->begin_compile(key);
       hit = look(jit);
     }
+    rep.lookup_ms = lookup.ms();
     if (hit) {
       rep.path = compile_path::cache_hit;
       rep.target = "sm_" + std::to_string(arch);
@@ -417,8 +421,11 @@ result<artifact> build_for_arch(const compile_request& req, const compile_option
     rep.cache_key.clear();
   }
   if (sass && cacheable && storable) {
-    cache->store(key, core::byte_span(a.code.data(), a.code.size()));  // read-only: the cache ignores it
+    const std::string unwritten = cache->store(key, core::byte_span(a.code.data(), a.code.size()));
     rep.not_cached = unkept_reason(mode);
+    // A write that failed in a writable cache (a fan-out directory not this user's, a full disk):
+    // before, the report said "stored" whatever became of the write.
+    if (rep.not_cached.empty() && !unwritten.empty()) rep.not_cached = "the cache did not store it: " + unwritten;
     rep.stored = rep.not_cached.empty();
   } else if (!sass && cacheable && storable) {
     // The SASS comes from the load's JIT (load_artifact): stored then, the lock held until then.
@@ -488,8 +495,9 @@ void store_jit_sass(jit_store& st, compile_report& rep, const std::string& modul
     } else if (st.mode == cache_mode::read_only) {
       st.not_cached = unkept_reason(st.mode);
     } else {
-      st.cache->store(st.key, core::byte_span((*sass)->data(), (*sass)->size()));
+      const std::string unwritten = st.cache->store(st.key, core::byte_span((*sass)->data(), (*sass)->size()));
       st.not_cached = unkept_reason(st.mode);
+      if (st.not_cached.empty() && !unwritten.empty()) st.not_cached = "the cache did not store it: " + unwritten;
       st.stored = st.not_cached.empty();
     }
     st.guard.reset();
@@ -520,6 +528,7 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
   const std::string ptx_version = c.report.path == compile_path::nvrtc_ptx ? ptx_version_of(a.code) : std::string();
   // A mapped cache hit: the package is made around the mapping's bytes, none copied; otherwise the
   // code is copied into a package of its own.
+  stopwatch phase;
   const auto room = a.code.take_room();
   auto& reg = detail::registry::instance();
   if (auto s = room.first ? reg.add_image_in_place(a.code.keeper(), const_cast<std::uint8_t*>(a.code.data()),
@@ -532,6 +541,8 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
     return e;
   }
   if (release) *release = detail::sass_bytes();
+  c.report.register_ms = phase.ms();
+  phase.restart();
   load_options lo;
   lo.device = dev.ordinal;
   lo.package = package;
@@ -547,6 +558,7 @@ result<compiled> load_artifact(const compile_request& req, const artifact& a, co
                   "newer than it): " + e.message;
     return e;
   }
+  c.report.load_ms = phase.ms();
   c.library = std::move(lib.value());
   if (a.store) store_jit_sass(*a.store, c.report, module, package, dev);
   c.report.total_ms += sw.ms();

@@ -129,15 +129,15 @@ std::optional<cache_hit> disk_cache::find(const jit_key& key, bool allow_other_d
   return std::nullopt;
 }
 
-void disk_cache::store(const jit_key& key, core::byte_span sass) noexcept {
+std::string disk_cache::store(const jit_key& key, core::byte_span sass) noexcept {
   try {
     auto u = writable_user();
-    if (!u) return;
+    if (!u) return user_path().empty() ? "the cache is memory-only" : "the cache is read-only";
     std::string why;
     int e = u->write(make_full_key(key), sass, why);
     if (e == 0) {
       after_store(*u);
-      return;
+      return {};
     }
     if (e == EINVAL) {
       log_line(log_level::debug, "JIT cache: not stored: " + why);
@@ -152,8 +152,10 @@ void disk_cache::store(const jit_key& key, core::byte_span sass) noexcept {
       // The directory's "io" kind: one line for this and its other I/O trouble (store.hpp).
       u->warn_once("io", "JIT cache: an entry could not be written: " + why + "; the cache stays writable");
     }
+    return why.empty() ? errno_text(e) : why;
   } catch (const std::exception& ex) {
     warn_once("store", std::string("JIT cache: store failed: ") + ex.what());
+    return std::string("store failed: ") + ex.what();
   }
 }
 

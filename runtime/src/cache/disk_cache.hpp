@@ -32,7 +32,7 @@ class disk_cache final : public sass_cache {
   static std::shared_ptr<disk_cache> over(std::shared_ptr<cache_dir> dir);
 
   std::optional<cache_hit> find(const jit_key& key, bool allow_other_driver) noexcept override;
-  void store(const jit_key& key, core::byte_span sass) noexcept override;
+  std::string store(const jit_key& key, core::byte_span sass) noexcept override;
   std::unique_ptr<compile_guard> begin_compile(const jit_key& key) noexcept override;
   // Only when the result can be kept (a read-only or memory-only cache would compile for nothing).
   bool refresh_other_driver() const noexcept override { return cfg_.use_other_driver && user_writable_.load(); }

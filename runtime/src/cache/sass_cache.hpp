@@ -125,8 +125,9 @@ class sass_cache {
   // SASS for `key`, or nullopt on a miss. allow_other_driver=false: exact hits only.
   virtual std::optional<cache_hit> find(const jit_key& key, bool allow_other_driver) noexcept = 0;
   std::optional<cache_hit> lookup(const jit_key& key) noexcept { return find(key, true); }
-  // Offers freshly compiled SASS for `key` (the cache may ignore it).
-  virtual void store(const jit_key& key, core::byte_span sass) noexcept = 0;
+  // Offers freshly compiled SASS for `key` (the cache may ignore it). Returns why it was not written
+  // ("" when it was): fatpack::compile's report must not say "stored" of an entry a failed write lost.
+  virtual std::string store(const jit_key& key, core::byte_span sass) noexcept = 0;
   // Cross-process single flight, called after a miss and before compiling: waits (bounded) for the
   // per-key lock, or until another process has published the key. Returns the lock to hold until
   // store() has run, or null (no lock: disabled, timed out, entry ready, error). The caller looks
@@ -148,7 +149,7 @@ class sass_cache {
 class null_sass_cache final : public sass_cache {
  public:
   std::optional<cache_hit> find(const jit_key&, bool) noexcept override { return std::nullopt; }
-  void store(const jit_key&, core::byte_span) noexcept override {}
+  std::string store(const jit_key&, core::byte_span) noexcept override { return "the cache is disabled"; }
   const char* name() const noexcept override { return "none"; }
 };
 

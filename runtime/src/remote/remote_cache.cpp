@@ -262,9 +262,10 @@ std::optional<cache_hit> remote_cache::find(const jit_key& key, bool allow_other
   return std::nullopt;
 }
 
-void remote_cache::store(const jit_key& key, core::byte_span sass) noexcept {
-  local_->store(key, sass);
+std::string remote_cache::store(const jit_key& key, core::byte_span sass) noexcept {
+  std::string why = local_->store(key, sass);  // the local layer's: the upload is asynchronous
   upload(key, sass);
+  return why;
 }
 
 void remote_cache::upload(const jit_key& key, core::byte_span sass) noexcept {

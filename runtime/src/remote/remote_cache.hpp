@@ -53,7 +53,7 @@ class remote_cache final : public sass_cache, public std::enable_shared_from_thi
   ~remote_cache() override;
 
   std::optional<cache_hit> find(const jit_key& key, bool allow_other_driver) noexcept override;
-  void store(const jit_key& key, core::byte_span sass) noexcept override;
+  std::string store(const jit_key& key, core::byte_span sass) noexcept override;
   std::unique_ptr<compile_guard> begin_compile(const jit_key& key) noexcept override;
   bool refresh_other_driver() const noexcept override { return local_->refresh_other_driver(); }
   void note_jit(double ms) noexcept override { local_->note_jit(ms); }
