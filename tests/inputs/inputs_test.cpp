@@ -145,6 +145,16 @@ TEST_CASE("parse_cubin: SM, a/f variant, kernels and toolkit of real nvcc 13.0 c
     CHECK(ci->abi_version == 8);
     CHECK(ci->image_size == b.size());
     CHECK(ci->nv_compat.size() == (r.t.arch >= 90 ? 36u : 0u));  // sm_75..89 cubins have no .nv.compat
+    // The header alone (what a cache hit checks after its checksum) gives the same SM.
+    CHECK(cubin_header_sm(byte_span(b)) == r.t.arch);
+    CHECK(cubin_header_sm(byte_span(b.data(), 64)) == r.t.arch);
+    CHECK(cubin_header_sm(byte_span(b.data(), 63)) == 0);  // shorter than an ELF header
+    bytes other = b;
+    other[18] = 62;  // e_machine EM_X86_64: not a cubin
+    CHECK(cubin_header_sm(byte_span(other)) == 0);
+    other = b;
+    other[4] = 1;  // ELFCLASS32
+    CHECK(cubin_header_sm(byte_span(other)) == 0);
   }
 }
 

@@ -103,7 +103,21 @@ bool arch_from_options(std::string_view opts, std::uint32_t sm, arch_variant* va
   return false;
 }
 
+// The SM number in e_flags: ABI 8 (CUDA 12.8+) moved it to bits 8-15; ABI 7 and older keep it in
+// the low byte.
+std::uint32_t sm_of_e_flags(std::uint8_t abi_version, std::uint32_t e_flags) {
+  return abi_version >= 8 ? (e_flags >> 8) & 0xff : e_flags & 0xff;
+}
+
 }  // namespace
+
+std::uint32_t cubin_header_sm(byte_span bytes) noexcept {
+  const std::uint8_t* p = bytes.data;
+  if (bytes.size < 64 || p[0] != 0x7f || p[1] != 'E' || p[2] != 'L' || p[3] != 'F' || p[4] != 2 || p[5] != 1 ||
+      get16(p + 18) != em_cuda)
+    return 0;
+  return sm_of_e_flags(p[8], get32(p + 48));
+}
 
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
   const std::string src(source);
@@ -124,8 +138,7 @@ result<cubin_info> parse_cubin(byte_span bytes, std::string_view source) {
   info.abi_version = p[8];
   info.relocatable = get16(p + 16) == et_rel;
   const std::uint32_t e_flags = get32(p + 48);
-  // ABI 8 (CUDA 12.8+) moved the SM to bits 8-15; ABI 7 and older keep it in the low byte.
-  const std::uint32_t sm = info.abi_version >= 8 ? (e_flags >> 8) & 0xff : e_flags & 0xff;
+  const std::uint32_t sm = sm_of_e_flags(info.abi_version, e_flags);
   if (sm == 0) return fail(errc::malformed, "e_flags " + hex(e_flags) + " hold no SM number");
   info.target.kind = entry_kind::sass;
   info.target.arch = sm;

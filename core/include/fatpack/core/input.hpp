@@ -54,6 +54,11 @@ class package_view;
 status verify_package_images(const package_view& pkg);
 // Validates the ELF structure it reads (every offset checked); `source` names it in errors.
 result<cubin_info> parse_cubin(byte_span bytes, std::string_view source);
+// The SM number of a cubin's ELF header alone (e_flags, by its ABI version), 0 when the first 64
+// bytes are not a 64-bit little-endian EM_CUDA ELF header. No section is read: for bytes already
+// known whole (a cache entry whose checksum matched), where parse_cubin's walk would only repeat
+// what was checked when they were stored.
+std::uint32_t cubin_header_sm(byte_span bytes) noexcept;
 
 // A kernel parameter as the `.entry` declares it: `.param .u64 x`, `.param .align 8 .b8 s[24]`.
 // `offset` is where cuLaunchKernel puts it: after the previous one, aligned to `align` (the
