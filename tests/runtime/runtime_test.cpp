@@ -487,7 +487,13 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   // both took NAME kernels): the second is skipped, and a module of that name is ambiguous, not
   // silently the first one's (before: the first library's module was loaded, one warning said so).
   static const std::vector<std::uint8_t> dup_a = make_package("dupname", entries_of("dup_vadd", {"vadd.sm_90.cubin"}));
-  static const std::vector<std::uint8_t> dup_b = make_package("dupname", entries_of("dup_vadd", {"vadd.sm_80.cubin"}));
+  // The second also holds a module the first has not: ambiguous too (before: not_found).
+  static const std::vector<std::uint8_t> dup_b = [] {
+    auto e = entries_of("dup_vadd", {"vadd.sm_80.cubin"});
+    const auto only = entries_of("dup_only_b", {"vadd.sm_80.cubin"});
+    e.insert(e.end(), only.begin(), only.end());
+    return make_package("dupname", e);
+  }();
   static const core::registry_record dup_rec_a{core::registry_record_magic, core::registry_record_version, "dupname",
                                                dup_a.data(), dup_a.data() + dup_a.size()};
   static const core::registry_record dup_rec_b{core::registry_record_magic, core::registry_record_version, "dupname",
@@ -497,11 +503,17 @@ TEST_CASE("registry: files, borrowed memory, embedded records, names and errors"
   for (const char* package : {"", "dupname"}) {
     fatpack::load_options named;
     named.package = package;
-    const fatpack::error e = load_error("dup_vadd", named);
-    CHECK(e.code == fatpack::errc::ambiguous);
-    CHECK(e.message.find("package 'dupname': that name belongs to two different packages") != std::string::npos);
-    CHECK(e.message.find("a different package named 'dupname' is already registered") != std::string::npos);
+    for (const char* module : {"dup_vadd", "dup_only_b"}) {
+      CAPTURE(module);
+      const fatpack::error e = load_error(module, named);
+      CHECK(e.code == fatpack::errc::ambiguous);
+      CHECK(e.message.find("package 'dupname': that name belongs to two different packages") != std::string::npos);
+      CHECK(e.message.find("a different package named 'dupname' is already registered") != std::string::npos);
+    }
   }
+  fatpack::load_options other_name;
+  other_name.package = "embpkg";
+  CHECK(load_error("dup_only_b", other_name).code == fatpack::errc::not_found);  // not in the package named
 
   // Two packages of one name in one buffer would leave their modules unloadable (ambiguous even
   // when the package is named): refused as a whole, naming both.

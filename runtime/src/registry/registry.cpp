@@ -47,6 +47,15 @@ namespace fatpack::detail {
 
 namespace {
 
+// The modules of the packages named `name` in a group about to be skipped for that name.
+template <class Group>
+std::vector<std::string> modules_named(const Group& group, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& p : group)
+    if (p->name == name) out.insert(out.end(), p->modules.begin(), p->modules.end());
+  return out;
+}
+
 // Core's errors are the runtime's (one type): a core error about a package is a bad_package (or io)
 // with its fault as the reason. An invalid_argument from core (a caller's mistake inside fatpack)
 // still names a package problem here.
@@ -192,7 +201,7 @@ void registry::scan_records_locked() {
     std::string conflict;
     if (auto s = add_parsed_locked({parsed.value().begin(), parsed.value().end()}, &conflict); !s) {
       skipped_.push_back(s.error().message);
-      if (!conflict.empty()) conflicts_.emplace(conflict, s.error().message);
+      if (!conflict.empty()) note_conflict(conflicts_, conflict, s.error().message, modules_named(parsed.value(), conflict));
       log_line(log_level::warn, "skipped embedded package: " + s.error().message);
     }
   }
@@ -299,7 +308,7 @@ void registry::walk_objects_locked() {
     std::string conflict;
     if (auto st = add_parsed_locked(group, &conflict); !st) {
       skipped.push_back(st.error().message);
-      if (!conflict.empty()) note_conflicts_.emplace(conflict, st.error().message);
+      if (!conflict.empty()) note_conflict(note_conflicts_, conflict, st.error().message, modules_named(group, conflict));
     }
   }
   for (const auto& p : before) {
@@ -448,10 +457,18 @@ status registry::add_written_here(core::byte_span package, const std::string& so
 
 // The first few skipped records, then how many more: a library with many notes that lie must not
 // make every message (and each lookup that builds one) as large as all of them.
-std::string registry::name_conflict_locked(const std::string& name) const {
+void registry::note_conflict(conflict_map& m, const std::string& name, const std::string& why,
+                             const std::vector<std::string>& modules) {
+  name_conflict& c = m[name];
+  if (c.why.empty()) c.why = why;
+  for (const auto& mod : modules)
+    if (std::find(c.modules.begin(), c.modules.end(), mod) == c.modules.end()) c.modules.push_back(mod);
+}
+
+const registry::name_conflict* registry::name_conflict_locked(const std::string& name) const {
   for (const auto* m : {&conflicts_, &note_conflicts_})
-    if (auto it = m->find(name); it != m->end()) return it->second;
-  return {};
+    if (auto it = m->find(name); it != m->end()) return &it->second;
+  return nullptr;
 }
 
 std::string registry::skipped_list() const {
@@ -511,15 +528,26 @@ result<module_entries> registry::find_module_locked(std::string_view module, std
     for (std::size_t i = 0; i < p->modules.size(); ++i)
       if (p->modules[i] == module) found.push_back(module_entries{p, p->module_entries[i]});
   }
+  auto ambiguous_name = [&](const std::string& name, const name_conflict& c) {
+    return error{errc::ambiguous, 0,
+                 "module '" + std::string(module) + "' of package '" + name +
+                     "': that name belongs to two different packages in this process, and the second was "
+                     "not registered (" + c.why + "); package names must be unique in one process "
+                     "(fatpack_add_kernels NAME, fatpack pack --name)",
+                 {}};
+  };
   if (found.size() == 1) {
-    if (std::string why = name_conflict_locked(found.front().package->name); !why.empty())
-      return error{errc::ambiguous, 0,
-                   "module '" + std::string(module) + "' of package '" + found.front().package->name +
-                       "': that name belongs to two different packages in this process, and the second was "
-                       "not registered (" + why + "); package names must be unique in one process "
-                       "(fatpack_add_kernels NAME, fatpack pack --name)",
-                   {}};
+    if (const name_conflict* c = name_conflict_locked(found.front().package->name)) return ambiguous_name(found.front().package->name, *c);
     return std::move(found.front());
+  }
+  if (found.empty()) {
+    // A module only the skipped package of a conflicted name had: ambiguous as well (before: "not
+    // found", as if the library that holds it had no kernels).
+    for (const auto* m : {&conflicts_, &note_conflicts_})
+      for (const auto& [name, c] : *m)
+        if ((package.empty() || package == name) &&
+            std::find(c.modules.begin(), c.modules.end(), module) != c.modules.end())
+          return ambiguous_name(name, c);
   }
   if (found.size() > 1) {
     std::string names;

@@ -137,7 +137,16 @@ class registry {
   // Why `name` is ambiguous ("" when it is not): an embedded package of that name was skipped because
   // a different one had it first. Looking a module up in such a package fails (errc::ambiguous): the
   // program may be asking for the skipped package's kernels.
-  std::string name_conflict_locked(const std::string& name) const;
+  // A package skipped because another of its name and different bytes was registered first: why,
+  // and the modules it held (a module only it had is ambiguous too, not "not found").
+  struct name_conflict {
+    std::string why;
+    std::vector<std::string> modules;
+  };
+  using conflict_map = std::map<std::string, name_conflict>;  // package name -> the skipped one
+  static void note_conflict(conflict_map& m, const std::string& name, const std::string& why,
+                            const std::vector<std::string>& modules);
+  const name_conflict* name_conflict_locked(const std::string& name) const;
   std::string no_packages_message() const;
   std::string skipped_list() const;
 
@@ -146,7 +155,7 @@ class registry {
   std::vector<const core::registry_record*> pending_;   // registered, not parsed yet
   std::vector<const void*> seen_records_;               // section and registered records taken
   std::vector<std::string> skipped_;                    // section/registered packages that did not validate
-  std::map<std::string, std::string> conflicts_;        // name -> why: section/registered packages skipped for it
+  conflict_map conflicts_;                              // section/registered packages skipped for their name
   std::size_t section_records_ = 0;                     // records found between __start_/__stop_
   bool scanned_section_ = false;
   // The last walk of the loaded objects.
@@ -156,7 +165,7 @@ class registry {
   std::size_t objects_walked_ = 0;
   std::vector<std::string> foreign_objects_;            // objects with kernels and their own runtime
   std::vector<std::string> note_skipped_;               // note packages that did not validate
-  std::map<std::string, std::string> note_conflicts_;   // the same for note packages (rebuilt by each walk)
+  conflict_map note_conflicts_;                         // the same for note packages (rebuilt by each walk)
   std::vector<std::string> unloaded_;                   // packages forgotten because their object went (last 8)
   std::size_t unloaded_total_ = 0;
 };
