@@ -269,6 +269,21 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   rm -r "$s/v1/objects" && ln -s "$work/objects-elsewhere" "$s/v1/objects"
   run 1 "$fatpack" cache clear --path "$s"
   expect_in err.txt "objects is a symbolic link: not followed"
+  # An entry moved into another fan-out directory: never looked for there, so not listed or counted
+  # (before, list showed it as valid and stats and the index counted it for ever); --repair removes it.
+  m="$work/misfiled"
+  run 0 "$fatpack" warm --path "$m" --target sm_120 w.fpk
+  e=$(ls "$m"/v1/objects/*/*.fpc) && fan=$(basename "$(dirname "$e")")
+  other=$([ "$fan" = 00 ] && echo 01 || echo 00)
+  mkdir -m 0700 "$m/v1/objects/$other" && mv "$e" "$m/v1/objects/$other/"
+  run 0 "$fatpack" cache list --path "$m"
+  expect_in out.txt "^0 entries in "
+  expect_in err.txt "objects/$other/$(basename "$e"): an entry's name in fan-out directory $other, where it is never looked for"
+  run 0 "$fatpack" cache stats --path "$m" --json
+  json "assert d['stats']['entries'] == 0, d"
+  run 1 "$fatpack" cache verify --path "$m"
+  run 0 "$fatpack" cache verify --path "$m" --repair
+  [ ! -e "$m/v1/objects/$other/$(basename "$e")" ] || fail "verify --repair left an entry in the wrong fan-out directory"
   # FATPACK_CACHE_CODEC: warm writes the entries the runtime would (flags bits 0-3 at offset 16: 0
   # stored, 1 LZ4); a value the runtime warns about is said here too, and the default used.
   codec_of() { python3 -c "import glob,struct,sys; print(' '.join(str(struct.unpack_from('<I', open(f,'rb').read(), 16)[0] & 15) for f in sorted(glob.glob(sys.argv[1] + '/v1/objects/*/*.fpc'))))" "$1"; }

@@ -640,6 +640,18 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
       file_item it;
       it.path = d + "/" + n;
       it.name = n;
+      // An entry's name in another fan-out directory than its code key's first byte: the runtime
+      // never looks for it there, and eviction removes entries by the path their key gives, so it
+      // was listed as valid and counted for ever. A stray, like any other file of no entry's place.
+      std::array<std::uint8_t, 16> code{};
+      std::uint64_t driver = 0;
+      if (parse_file_name(n, code, driver) && hex2(code[0]) != fan) {
+        if (strays)
+          strays->push_back(stray_item{it.path, "an entry's name in fan-out directory " + fan + ", where it is never "
+                                                "looked for (its key's directory is " + hex2(code[0]) + ")",
+                                       false});
+        continue;
+      }
       if (int e = f.stat(it.path, it.st)) {
         io_problem("cannot stat", it.path, e, skipped);  // ENOENT: evicted meanwhile (silent)
         continue;
