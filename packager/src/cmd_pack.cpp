@@ -20,9 +20,11 @@ void codec_options::add_to(CLI::App& cmd, bool with_level) {
     // From 1: the runtime's codecs take -1 for "the default", which a negative --level reached
     // silently (zstd -5 gave level 19).
     cmd.add_option("--level", level, "Compression level: lz4 1-12 (default 12 = highest HC level), zstd 1-22 (default 19)")
+        ->check(whole_number())
         ->check(CLI::Range(1, 22));
   cmd.add_option("--block-size", block_size,
                  "Raw bytes per independently compressed block (default: lz4 262144, zstd 4194304; at most 1 GiB)")
+      ->check(whole_number())
       ->check(CLI::Range(std::uint32_t{1}, std::uint32_t{1} << 30));
 }
 

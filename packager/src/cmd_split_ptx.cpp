@@ -26,6 +26,7 @@ command_runner add_split_ptx_command(CLI::App& app) {
   cmd->add_option("file", o->file, "PTX file")->required();
   auto* per = cmd->add_flag("--per-kernel", o->per_kernel, "As many pieces as sharing allows (the default)");
   cmd->add_option("--groups", o->groups, "At most N pieces, balanced by PTX bytes")
+      ->check(whole_number())
       ->check(CLI::Range(std::size_t(1), std::size_t(1) << 20))
       ->excludes(per);
   cmd->add_option("-o,--output-dir", o->dir, "Write the pieces as DIR/piece_N.ptx (default: write nothing)");

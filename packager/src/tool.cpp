@@ -56,6 +56,17 @@ std::vector<std::string> list_items(const std::vector<std::string>& occurrences)
   return items;
 }
 
+const CLI::Validator& whole_number() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        const bool negative = text.size() > 1 && text[0] == '-' && text.find_first_not_of("0123456789", 1) == std::string::npos;
+        return digits || negative ? std::string() : "'" + text + "' is not a whole number";
+      },
+      "INT");
+  return v;
+}
+
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
   return std::to_string(n) + " " + std::string(n == 1 ? singular : plural);
 }

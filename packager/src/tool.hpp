@@ -86,6 +86,10 @@ std::vector<std::string> list_items(const std::vector<std::string>& occurrences)
 std::vector<std::string>& passthrough_args();
 
 std::string human_size(std::uint64_t bytes);
+// For a whole-number option, checked before its range: "5abc" and "1G" are "not a whole number"
+// (before, the range said "not in range 1 to 22" of them; CLI::Number calls them FLOATs).
+const CLI::Validator& whole_number();
+
 // "1 entry", "3 entries": a count and its noun, singular for exactly 1.
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural);
 // The name of `names` nearest to `word` (edit distance with transpositions, at most 2 and less than

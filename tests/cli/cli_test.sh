@@ -1060,6 +1060,11 @@ inspect_json)
     [ ! -e bad.fpk ] || fail "pack $bad wrote a package"
   done
   expect_in err.txt "block-size"
+  # Not numbers: said so (before: "Value 5abc not in range 1 to 22").
+  for bad in "--level 5abc" "--block-size 1G"; do
+    run 2 "$fatpack" pack -o bad.fpk --codec zstd $bad "${cubins[2]}"
+    expect_in err.txt "'${bad#* }' is not a whole number"
+  done
   run 1 "$fatpack" pack -o bad.fpk --codec lz4 --level 13 "${cubins[2]}"
   expect_in err.txt "lz4 level 13 is outside 1..12"
   run 0 "$fatpack" inspect --json j.fpk j.fpk
