@@ -85,15 +85,17 @@ struct cache_args {
 
 // Opens the cache the command works on: --path, else the per-user default the runtime uses. A path
 // that is not a directory is an error (before, a file read as an empty cache). A command that only
-// removes (`prune`, `clear`, `verify --repair`: `existing`) needs a cache there: before, a mistyped
-// path got a new, empty cache made at it and "removed 0 entries".
+// removes (`prune`, `clear`, `verify --repair`: `existing`) needs a cache at a --path given: before,
+// a mistyped path got a new, empty cache made at it and "removed 0 entries".
 fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool read_only, bool existing = false) {
   const std::string dir = cache_dir_argument(a.path);
   std::error_code ec;
   const auto st = std::filesystem::status(dir, ec);
   if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
     return fatpack::error{fatpack::errc::invalid_argument, 0, dir + " is not a directory", {}};
-  if (existing && !std::filesystem::is_directory(std::filesystem::symlink_status(dir + "/v1", ec)))
+  // Only of a --path given: the default cache of a user who has run nothing yet is an empty one (a
+  // script that clears it on a fresh machine must not fail).
+  if (existing && !a.path.empty() && !std::filesystem::is_directory(std::filesystem::symlink_status(dir + "/v1", ec)))
     return fatpack::error{fatpack::errc::invalid_argument, 0,
                           "no fatpack cache at " + dir + " (it has no v1/ directory): nothing to change", {}};
   return fc::admin::open(dir, read_only);
@@ -148,7 +150,7 @@ int run_list(const cache_args& a) {
   // of them but a directory, and says so.
   for (const auto& p : unreadable)
     print_warning(printable(p.file + ": " + p.problem) +
-                  " (not listed; fatpack cache verify --repair removes it, unless it is a directory)");
+                  (p.directory ? " (not listed)" : " (not listed; fatpack cache verify --repair removes it)"));
   return exit_ok;
 }
 

@@ -18,6 +18,7 @@
 
 #include "../runtime/test_support.hpp"
 
+#include "fatpack/core/le_bytes.hpp"
 #include "fatpack/fatpack.hpp"
 
 #include <sys/file.h>
@@ -880,7 +881,7 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
     CHECK(*hit == big);
     CHECK(mappings_of(path) == 0);
   }
-  SUBCASE("an entry behind a fan-out or objects/ directory planted as a symlink: read, not mapped") {
+  SUBCASE("an entry behind a fan-out directory planted as a symlink: not read; behind objects/: read, not mapped") {
     const std::string fan = path.substr(0, path.rfind('/'));
     const std::string objects = fan.substr(0, fan.rfind('/'));
     for (const std::string& dir : {fan, objects}) {
@@ -889,6 +890,15 @@ TEST_CASE("store: a large stored cubin is mapped, not read, and the mapping outl
       REQUIRE(::rename(dir.c_str(), moved.c_str()) == 0);
       REQUIRE(::symlink(moved.c_str(), dir.c_str()) == 0);
       auto hit = d->read_exact(a, 90);
+      if (dir == fan) {
+        // As every scan skips it (before: read, not mapped, though "nothing behind a symlink is read").
+        CHECK_FALSE(hit.has_value());
+        REQUIRE(::unlink(dir.c_str()) == 0);
+        REQUIRE(::rename(moved.c_str(), dir.c_str()) == 0);
+        continue;
+      }
+      // objects/ as a symlink: opening the cache refuses it (prepare_user_dir); a cache_dir opened
+      // around that check still maps nothing behind it.
       REQUIRE(hit.has_value());
       CHECK_FALSE(hit->mapped());
       CHECK(*hit == big);
@@ -1011,6 +1021,38 @@ TEST_CASE("store: a valid entry under the wrong name, a truncated file, a symlin
   CHECK(d->read_exact(a, 90).has_value());
 }
 
+TEST_CASE("verify walks the whole cubin: an entry header whose a/f variant the cubin does not have") {
+  // A hit reads the SM from the ELF header alone once the checksum matched (the a/f variant is the
+  // entry header's); `cache verify` walks the cubin as its writer did, so a header that says sm_90a
+  // of a plain sm_90 cubin (its header checksum made to match) is found there.
+  const std::string root = fresh("verify-variant");
+  auto d = cache_dir::open(root, true, 1ull << 30, "user", false);
+  const full_key k = write_entries(*d, 0xA0, 1).front();
+  const std::string path = d->entry_path(k);
+  std::vector<std::uint8_t> b;
+  {
+    std::ifstream in(path, std::ios::binary);
+    b.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE(b.size() > 128);
+  REQUIRE(fatpack::core::le::load<std::uint32_t>(b.data() + 28) == 90);
+  fatpack::core::le::store(b.data() + 28, std::uint32_t{90 | 0x10000});  // "sm_90a"
+  fatpack::core::le::store(b.data() + 120, static_cast<std::uint64_t>(XXH3_64bits(b.data(), 120)));
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  auto a = admin::open(root, false);
+  REQUIRE(a.has_value());
+  bool seen = false;
+  for (const auto& p : (*a)->verify(false))
+    if (p.file == path) {
+      seen = true;
+      CHECK(p.problem == "cubin's SM (ELF e_flags and .nv.compat) does not match the entry header");
+    }
+  CHECK(seen);
+}
+
 TEST_CASE("scan: a fan-out directory root owns is another owner's in a user's cache, the layer's in root's tree") {
   if (::geteuid() != 0) {
     MESSAGE("skipped: needs root to give the cache to another uid");
@@ -1034,11 +1076,26 @@ TEST_CASE("scan: a fan-out directory root owns is another owner's in a user's ca
   REQUIRE(items.size() == 1);
   CHECK(items[0].path == d->entry_path(keys[1]));
   CHECK(d->scan().size() == 1);  // without `strays` too: not indexed, evicted or cleared
-  // In a tree root owns (a layer root installed), root's fan-out directory is the layer's.
-  REQUIRE(std::system(("chown 0 '" + root + "/v1/objects'").c_str()) == 0);
+  // Nor does a hit read it (before: read, and put back in the index, whose eviction then removed
+  // what clear and list left alone). A miss, nothing removed.
+  sass_bytes cubin;
+  entry_header h;
+  std::string drv, problem;
+  const expected_key want{&keys[0].code, &keys[0].driver, 90};
+  CHECK(d->read_entry(d->entry_path(keys[0]), want, cubin, h, drv, problem) == read_status::missing);
+  CHECK(problem.find("owned by uid 0") != std::string::npos);
+  CHECK_FALSE(d->read_exact(keys[0], 90).has_value());
+  CHECK(std::ifstream(d->entry_path(keys[0])).good());
+  CHECK(d->read_exact(keys[1], 90).has_value());
+  // In a tree root owns (a layer root installed, listed by another user), root's fan-out directory
+  // and entries are the layer's (as the cache is opened: a fresh cache_dir).
+  REQUIRE(std::system(("chown 0 '" + root + "/v1/objects' && chown 0 '" + d->entry_path(keys[1]) + "'").c_str()) == 0);
+  auto layer = cache_dir::open(root, false, 0, "listed", false);
   strays.clear();
-  CHECK(d->scan(&strays).size() == 2);
+  CHECK(layer->scan(&strays).size() == 2);
   CHECK(strays.empty());
+  CHECK(layer->read_exact(keys[0], 90).has_value());
+  CHECK(layer->read_exact(keys[1], 90).has_value());
 }
 
 TEST_CASE("index: damaged, missing or garbage -> rebuilt from the entries; lookups never depend on it") {
@@ -1665,7 +1722,6 @@ TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owne
     CHECK(v.access == dir_access::refused);
     CHECK(v.warning.find("owned by uid") != std::string::npos);
     // Entries owned by another user are not served either.
-    auto d = cache_dir::open(root, false, 0, "x", false);
     sass_bytes cubin;
     entry_header h;
     std::string drv, problem;
@@ -1675,9 +1731,16 @@ TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owne
     const full_key k = make_full_key(key_for(9));
     REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
     ffs.fake_euid = 4242;
+    auto d = cache_dir::open(root, false, 0, "x", false);  // a tree root owns, as the test runs as root
     const expected_key want{&k.code, &k.driver, 90};
-    CHECK(d->read_entry(d->entry_path(k), want, cubin, h, drv, problem) == read_status::invalid);
-    CHECK(problem.find("owned by uid") != std::string::npos);
+    // Another user's (not root's: in a tree root owns, root's entries are the tree's, as a layer's);
+    // as another user, the real owner is that other user already.
+    // Not root: the fan-out directory is that user's too, and refused first (a miss, as every scan).
+    const bool as_root = ::geteuid() == 0;
+    if (as_root) REQUIRE(::chown(d->entry_path(k).c_str(), 4243, static_cast<gid_t>(-1)) == 0);
+    CHECK(d->read_entry(d->entry_path(k), want, cubin, h, drv, problem) ==
+          (as_root ? read_status::invalid : read_status::missing));
+    CHECK(problem.find("owned by uid " + std::to_string(as_root ? 4243u : ::geteuid())) != std::string::npos);
   }
   REQUIRE(posix_fs().chmod(root, 0770) == 0);
   CHECK(prepare_user_dir(root, false).access == dir_access::refused);

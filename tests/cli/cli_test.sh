@@ -161,7 +161,7 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   python3 -c "import sys; p=sys.argv[1]; b=open(p,'rb').read(); open(p,'wb').write(b[:8])" "$cut"
   run 0 "$fatpack" cache list --path "$c"
   expect_in out.txt "^1 entry in "
-  expect_in err.txt "^fatpack: warning: $cut: .*not listed; fatpack cache verify --repair removes it, unless it is a directory\\)"
+  expect_in err.txt "^fatpack: warning: $cut: .*not listed; fatpack cache verify --repair removes it\\)"
   run 0 "$fatpack" cache list --path "$c" --json
   json "assert len(d['entries']) == 1 and [u['file'] for u in d['unreadable']] == ['$cut'] and d['unreadable'][0]['problem'], d"
   cp whole-entry.fpc "$cut"
@@ -240,6 +240,8 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   keep=("$o/${fans[0]}/notes" "$o/${fans[2]}/notes" "$o/${fans[0]}"/*.fpc "$o/${fans[1]}"/*.fpc)
   run 0 "$fatpack" cache list --path "$r"
   expect_in out.txt "^1 entry in "
+  # Said of a directory without the --repair advice, which never removes one.
+  expect_in err.txt "objects/${fans[0]}: .*neither read nor removed\) \(not listed\)$"
   run 0 "$fatpack" cache stats --path "$r" --json
   json "assert d['stats']['entries'] == 1, d"
   run 1 "$fatpack" cache verify --path "$r" --repair
@@ -260,6 +262,11 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
     expect_in err.txt "no fatpack cache at $work/no-cache-here"
   done
   [ ! -e "$work/no-cache-here" ] || fail "a cache command made $work/no-cache-here"
+  # Without --path, the per-user cache not made yet is an empty one: clearing it on a fresh machine
+  # is no error.
+  mkdir -p "$work/fresh-home"  # this user's (root takes only a HOME it owns)
+  run 0 env -u FATPACK_CACHE_PATH -u XDG_CACHE_HOME HOME="$work/fresh-home" "$fatpack" cache clear
+  expect_in out.txt "^$work/fresh-home/.cache/fatpack: removed 0 entries"
   run 1 "$fatpack" cache stats --path "$work/w.fpk"
   expect_in err.txt "is not a directory"
   # objects/ planted as a symlink: refused by the commands that write (before, the runtime wrote

@@ -184,7 +184,7 @@ std::vector<entry_info> admin_impl::list(std::vector<entry_problem>* unreadable)
     out.push_back(std::move(e));
   }
   if (unreadable)
-    for (auto& st : strays) unreadable->push_back(entry_problem{st.path, st.problem, false});
+    for (auto& st : strays) unreadable->push_back(entry_problem{st.path, st.problem, false, st.directory});
   std::stable_sort(out.begin(), out.end(),
                    [](const entry_info& a, const entry_info& b) { return a.last_use_unix_s > b.last_use_unix_s; });
   return out;
@@ -209,6 +209,12 @@ std::string admin_impl::entry_problem_of(const cache_dir::file_item& it) {
   std::string drv;
   read_status s = d_->read_entry(it.path, want, cubin, h, drv, problem);
   if (s != read_status::ok) return problem.empty() ? "unreadable" : problem;
+  // The whole cubin walked too, as its writer walked it: a hit reads the SM from the ELF header
+  // alone once the checksum matched (entry.cpp check_cubin), so verify is what would find an entry
+  // whose header's a/f variant disagrees with the cubin's .nv.compat.
+  const auto sm = cubin_sm_word(core::byte_span(cubin.data(), cubin.size()));
+  if (!sm) return "the cubin's ELF structure cannot be read";
+  if (*sm != h.sm) return "cubin's SM (ELF e_flags and .nv.compat) does not match the entry header";
   return {};
 }
 

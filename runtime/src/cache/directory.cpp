@@ -27,7 +27,7 @@ std::string without_trailing_slashes(std::string p) {
 // Which directory check_private looks at; the advice differs. A root is the directory the user named
 // (FATPACK_CACHE_PATH or the default; a prebuilt layer's path); v1/, objects/ and objects/<ab> are
 // inside one, directories fatpack makes.
-enum class place { cache_root, in_cache, layer_root, in_layer };
+enum class place { cache_root, in_cache, fan_out, layer_root, in_layer };
 
 // What to do about a directory refused for its owner or mode. "chmod 700 it" only fits a directory
 // this user owns: one another user owns (root's /tmp) is not this user's to chmod, and a shared one,
@@ -43,6 +43,8 @@ std::string advice(const std::string& dir, const file_stat& st, std::uint32_t me
       [[fallthrough]];
     case place::in_cache:
       return st.uid != me ? "; use a directory of its own that this user owns (FATPACK_CACHE_PATH)" : "; chmod 700 it";
+    case place::fan_out:  // one objects/<ab> of this user's cache: that directory is the thing to fix
+      return st.uid != me ? "; remove it, or give it to this user (chown)" : "; chmod 700 it";
     case place::layer_root:
       if (shared) return "; it is a shared directory (sticky bit), not one to chmod: give the layer a directory of its own";
       [[fallthrough]];
@@ -229,7 +231,7 @@ dir_verdict check_cache_dir_for_reading(const std::string& given) { return check
 
 std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own) {
   fs& f = current_fs();
-  std::string bad = check_private(f, dir, root_may_own ? place::in_layer : place::in_cache);
+  std::string bad = check_private(f, dir, root_may_own ? place::in_layer : place::fan_out);
   if (bad.empty() && !is_fan_out_name(name))
     return "not a fan-out directory (objects/ holds only directories named by two hex digits)";
   // check_private's sentences start with the directory; the caller names it already.

@@ -22,18 +22,15 @@ std::string hex2(std::uint8_t b) { return core::hex_bytes(&b, 1); }
 
 bool is_temp_name(const std::string& n) { return n.size() > 5 && n[0] == '.' && n.compare(n.size() - 4, 4, ".tmp") == 0; }
 
-// Whether the two directories holding `path` (objects/<ab>, then objects/) are directories
-// themselves, not symlinks to some (the cache's root and v1/ are checked when it is opened).
-bool in_real_fanout(fs& f, const std::string& path) {
-  std::string dir = path;
-  for (int up = 0; up < 2; ++up) {
-    const std::size_t slash = dir.rfind('/');
-    file_stat st;
-    if (slash == std::string::npos || slash == 0) return false;
-    dir.resize(slash);
-    if (f.stat(dir, st) != 0 || !st.directory) return false;
-  }
-  return true;
+// Whether objects/, the directory above the fan-out directory holding `path`, is a directory
+// itself, not a symlink to some (read_entry has checked the fan-out directory by fan_out_problem's
+// rules; the cache's root and v1/ are checked when it is opened).
+bool in_real_objects(fs& f, const std::string& path) {
+  const std::size_t fan = path.rfind('/');
+  const std::size_t objects = fan == std::string::npos || fan == 0 ? std::string::npos : path.rfind('/', fan - 1);
+  if (objects == std::string::npos || objects == 0) return false;
+  file_stat st;
+  return f.stat(path.substr(0, objects), st) == 0 && st.directory;
 }
 
 }  // namespace
@@ -70,6 +67,11 @@ std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writabl
   d->label_ = std::move(label);
   d->codec_ = codec;
   d->map_reads_ = map_reads;
+  file_stat os;
+  if (int e = current_fs().stat(d->dir_ + "/objects", os); e == 0)
+    d->root_tree_ = os.uid == 0;
+  else if (e != ENOENT)  // ENOENT: a cache not made yet (its objects/ will be this user's)
+    d->io_problem("cannot stat", d->dir_ + "/objects", e, "its fan-out directories must be this user's");
   return d;
 }
 
@@ -112,8 +114,22 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
     problem = "not a regular file";
     return read_status::invalid;
   }
-  // Entries are written by this user (or, in a prebuilt layer, installed by root).
-  if (!e && st.uid != f.euid() && !(prebuilt_ && st.uid == 0)) {
+  // Only from a fan-out directory by the scans' rules (fan_out_problem): one they skip is neither
+  // read nor removed here either. Before, a hit read it and put it back in the index, whose
+  // eviction then removed by path what `cache clear` and `list` said they left alone. A miss, never
+  // an invalid entry: nothing in it is quarantined.
+  if (!e) {
+    const std::string fan_dir = path.substr(0, path.rfind('/'));
+    if (std::string bad = fan_out_problem(fan_dir, fan_dir.substr(fan_dir.rfind('/') + 1), root_may_own());
+        !bad.empty()) {
+      f.close(fd);
+      problem = fan_dir + ": " + bad;
+      warn_once("fan-out " + fan_dir, "JIT cache: not reading " + fan_dir + ": " + bad);
+      return read_status::missing;
+    }
+  }
+  // Entries are written by this user (or, in a prebuilt layer or a tree root owns, installed by root).
+  if (!e && st.uid != f.euid() && !(root_may_own() && st.uid == 0)) {
     f.close(fd);
     problem = "owned by uid " + std::to_string(st.uid) + ", not by this user";
     return read_status::invalid;
@@ -178,7 +194,7 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
       // another hard link, or behind an objects/ or fan-out directory planted as a symlink (opens
       // follow every component but the last), may be a file something else rewrites: read instead.
       const void* addr = nullptr;
-      if (map_reads_ && h.payload_offset() % 64 == 0 && st.links == 1 && in_real_fanout(f, path) &&
+      if (map_reads_ && h.payload_offset() % 64 == 0 && st.links == 1 && in_real_objects(f, path) &&
           f.map_read(fd, st.size, addr) == 0) {
         mapping = std::make_shared<mapped_file>(addr, st.size);
         got += h.payload_size;
@@ -601,12 +617,7 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
   std::sort(fans.begin(), fans.end());
   // A fan-out directory root owns is the cache's only in a tree root owns (a layer root installed);
   // in this user's own cache it is someone else's, like any other owner's.
-  file_stat os;
-  if (int e = f.stat(objects, os)) {
-    io_problem("cannot stat", objects, e, skipped);
-    return out;
-  }
-  const bool root_may_own = prebuilt_ || os.uid == 0;
+  const bool root_may_own = this->root_may_own();
   for (const auto& fan : fans) {
     std::vector<std::string> names;
     const std::string d = objects + "/" + fan;

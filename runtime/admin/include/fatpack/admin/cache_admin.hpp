@@ -79,6 +79,7 @@ struct entry_problem {
   std::string file;
   std::string problem;  // "payload checksum mismatch", "stray temporary file", "index damaged: ..."
   bool removed = false;  // verify(true) removed it
+  bool directory = false;  // a directory (a fan-out one the rules refuse): reported, never removed
 };
 
 struct disk_stats {
