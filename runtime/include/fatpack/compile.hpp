@@ -78,7 +78,8 @@ struct compile_report {
   std::string log;               // NVRTC's warnings ("" on a hit)
   double nvrtc_ms = 0, total_ms = 0;
   // Where total_ms went: locating NVRTC without loading it (its build-id), the include scan, the
-  // source cache's lookups, making the registry's package, the driver's load (load_library).
+  // source cache's lookups (on a miss, with the wait for another process compiling the same source),
+  // making the registry's package, the driver's load (load_library).
   double locate_ms = 0, scan_ms = 0, lookup_ms = 0, register_ms = 0, load_ms = 0;
 };
 
