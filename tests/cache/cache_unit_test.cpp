@@ -1088,14 +1088,20 @@ TEST_CASE("scan: a fan-out directory root owns is another owner's in a user's ca
   CHECK(std::ifstream(d->entry_path(keys[0])).good());
   CHECK(d->read_exact(keys[1], 90).has_value());
   // In a tree root owns (a layer root installed, listed by another user), root's fan-out directory
-  // and entries are the layer's (as the cache is opened: a fresh cache_dir).
+  // and entries are the layer's: admin::open reads it as one (prebuilt), and so does the runtime.
   REQUIRE(std::system(("chown 0 '" + root + "/v1/objects' && chown 0 '" + d->entry_path(keys[1]) + "'").c_str()) == 0);
-  auto layer = cache_dir::open(root, false, 0, "listed", false);
+  auto layer = cache_dir::open(root, false, 0, "listed", true);
   strays.clear();
   CHECK(layer->scan(&strays).size() == 2);
   CHECK(strays.empty());
   CHECK(layer->read_exact(keys[0], 90).has_value());
   CHECK(layer->read_exact(keys[1], 90).has_value());
+  auto listed = admin::open(root, true);
+  REQUIRE(listed.has_value());
+  std::vector<entry_problem> unlisted;
+  CHECK((*listed)->list(&unlisted).size() == 2);
+  CHECK(unlisted.empty());
+  for (const auto& p : (*listed)->verify(false)) CHECK_MESSAGE(p.file.find("/objects/") == std::string::npos, p.problem);
 }
 
 TEST_CASE("index: damaged, missing or garbage -> rebuilt from the entries; lookups never depend on it") {
@@ -1731,7 +1737,7 @@ TEST_CASE("policy through the seam: NFS read-only, setuid disabled, foreign owne
     const full_key k = make_full_key(key_for(9));
     REQUIRE(w->write(k, fatpack::core::byte_span(cubin90()), why) == 0);
     ffs.fake_euid = 4242;
-    auto d = cache_dir::open(root, false, 0, "x", false);  // a tree root owns, as the test runs as root
+    auto d = cache_dir::open(root, false, 0, "x", true);  // a layer root owns, as the test runs as root
     const expected_key want{&k.code, &k.driver, 90};
     // Another user's (not root's: in a tree root owns, root's entries are the tree's, as a layer's);
     // as another user, the real owner is that other user already.

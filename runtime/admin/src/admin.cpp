@@ -83,8 +83,12 @@ result<std::unique_ptr<admin>> admin::open(const std::string& dir, bool read_onl
     // Entries are read, never mapped (here and below): the directory may be a prebuilt layer or on a
     // network file system, whose files may be rewritten in place (a mapping of a file that shrinks
     // faults with SIGBUS), and a check keeps no bytes that a mapping would save copying.
+    // A tree root owns (a layer root installed), listed by another user, is read as the layer it is:
+    // root's fan-out directories and entries are its own (as the runtime reads a prebuilt layer).
+    file_stat os;
+    const bool roots_layer = f.euid() != 0 && f.stat(format_dir(dir) + "/objects", os) == 0 && os.uid == 0;
     return std::unique_ptr<admin>(new admin_impl(
-        cache_dir::open(dir, false, cfg.max_bytes, dir, false, entry_codec::stored, /*map_reads=*/false)));
+        cache_dir::open(dir, false, cfg.max_bytes, dir, roots_layer, entry_codec::stored, /*map_reads=*/false)));
   }
   dir_verdict v = prepare_user_dir(dir, false);
   if (v.access != dir_access::read_write)

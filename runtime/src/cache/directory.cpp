@@ -57,12 +57,11 @@ std::string advice(const std::string& dir, const file_stat& st, std::uint32_t me
   return {};
 }
 
-// Ownership and mode rules for one directory; an empty string when it is acceptable.
-std::string check_private(fs& f, const std::string& dir, place where) {
+// Ownership and mode rules for one directory whose stat (lstat) `st` the caller has taken; an
+// empty string when it is acceptable.
+std::string judge_private(fs& f, const std::string& dir, const file_stat& st, place where) {
   const bool layer = where == place::layer_root || where == place::in_layer;
   const bool root = where == place::cache_root || where == place::layer_root;
-  file_stat st;
-  if (int e = f.stat(dir, st)) return dir + ": " + errno_text(e);
   // Said as it is: "not a directory" read wrong to users whose link points to one. A root the user
   // named has a way out (the target); a link inside a tree is a planted one.
   if (st.symlink)
@@ -77,6 +76,13 @@ std::string check_private(fs& f, const std::string& dir, place where) {
     return dir + " is writable by group or others (mode " + octal(st.mode) +
            "): refusing to use it (anyone who can write it could plant GPU code)" + advice(dir, st, me, where);
   return {};
+}
+
+// The same rules, the directory stat-ed here.
+std::string check_private(fs& f, const std::string& dir, place where) {
+  file_stat st;
+  if (int e = f.stat(dir, st)) return dir + ": " + errno_text(e);
+  return judge_private(f, dir, st, where);
 }
 
 bool read_only_errno(int e) { return e == EROFS || e == EACCES || e == EPERM; }
@@ -144,12 +150,11 @@ dir_verdict prepare_user_dir(const std::string& given, bool read_only_wanted) {
   // planted there sent every read and write of this cache elsewhere, where `fatpack cache` (which
   // does not follow it) neither saw, evicted nor cleared them.
   const std::string objects = fmt + "/objects";
-  auto objects_problem = [&]() -> std::string {
-    file_stat os;
-    if (f.stat(objects, os) != 0) return {};
-    return check_private(f, objects, place::in_cache);
-  };
-  if (std::string bad = objects_problem(); !bad.empty()) {
+  file_stat os;
+  const int objects_error = f.stat(objects, os);  // ENOENT: made below (or not needed: read-only)
+  // Any error: not judged here (as v1/'s stat above, a shortcut); a writer's mkdir below, or its
+  // open of an entry, meets the trouble and says so.
+  if (std::string bad = objects_error ? std::string() : judge_private(f, objects, os, place::in_cache); !bad.empty()) {
     v.warning = bad + "; the JIT cache is memory-only";
     return v;
   }
@@ -229,12 +234,12 @@ dir_verdict check_prebuilt_dir(const std::string& given) { return check_layer_tr
 
 dir_verdict check_cache_dir_for_reading(const std::string& given) { return check_layer_tree(given, false, ""); }
 
-std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own) {
+std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own, const file_stat& st) {
   fs& f = current_fs();
-  std::string bad = check_private(f, dir, root_may_own ? place::in_layer : place::fan_out);
+  std::string bad = judge_private(f, dir, st, root_may_own ? place::in_layer : place::fan_out);
   if (bad.empty() && !is_fan_out_name(name))
     return "not a fan-out directory (objects/ holds only directories named by two hex digits)";
-  // check_private's sentences start with the directory; the caller names it already.
+  // judge_private's sentences start with the directory; the caller names it already.
   if (bad.compare(0, dir.size(), dir) == 0) bad.erase(0, bad.find_first_not_of(": ", dir.size()));
   return bad;
 }

@@ -9,6 +9,8 @@
 // Every refusal or downgrade comes with one warning sentence naming the directory and the reason.
 #pragma once
 
+#include "cache/fs.hpp"
+
 #include <string>
 
 namespace fatpack::detail::cache {
@@ -35,12 +37,12 @@ dir_verdict check_prebuilt_dir(const std::string& root);
 // which reports each one that breaks them (fan_out_problem) instead of refusing the whole cache:
 // `cache verify` must name a planted symlink, and `verify --repair` remove it.
 dir_verdict check_cache_dir_for_reading(const std::string& root);
-// What is wrong with `dir`, an item of objects/, as a fan-out directory ("" when nothing; the reason
-// alone, without the path, which the caller names): a name
-// other than two lower-case hex digits, a symlink or another non-directory, an owner other than us
-// (or root, where `root_may_own`: a tree root owns), or write access for group or others. A layer
-// holding such an item is refused whole.
-std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own);
+// What is wrong with `dir`, an item of objects/ whose stat (lstat) `st` the caller has taken, as a
+// fan-out directory ("" when nothing; the reason alone, without the path, which the caller names):
+// a name other than two lower-case hex digits, a symlink or another non-directory, an owner other
+// than us (or root, where `root_may_own`: a layer root installed), or write access for group or
+// others. A layer holding such an item is refused whole.
+std::string fan_out_problem(const std::string& dir, const std::string& name, bool root_may_own, const file_stat& st);
 // The format directory inside a cache root: "<root>/v1".
 std::string format_dir(const std::string& root);
 

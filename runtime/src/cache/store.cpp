@@ -67,11 +67,6 @@ std::shared_ptr<cache_dir> cache_dir::open(const std::string& root, bool writabl
   d->label_ = std::move(label);
   d->codec_ = codec;
   d->map_reads_ = map_reads;
-  file_stat os;
-  if (int e = current_fs().stat(d->dir_ + "/objects", os); e == 0)
-    d->root_tree_ = os.uid == 0;
-  else if (e != ENOENT)  // ENOENT: a cache not made yet (its objects/ will be this user's)
-    d->io_problem("cannot stat", d->dir_ + "/objects", e, "its fan-out directories must be this user's");
   return d;
 }
 
@@ -120,7 +115,14 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
   // an invalid entry: nothing in it is quarantined.
   if (!e) {
     const std::string fan_dir = path.substr(0, path.rfind('/'));
-    if (std::string bad = fan_out_problem(fan_dir, fan_dir.substr(fan_dir.rfind('/') + 1), root_may_own());
+    file_stat fan_st;
+    if (int se = f.stat(fan_dir, fan_st)) {
+      f.close(fd);
+      problem = errno_text(se);
+      io_problem("cannot stat", fan_dir, se, kept);
+      return read_status::io_error;
+    }
+    if (std::string bad = fan_out_problem(fan_dir, fan_dir.substr(fan_dir.rfind('/') + 1), prebuilt_, fan_st);
         !bad.empty()) {
       f.close(fd);
       problem = fan_dir + ": " + bad;
@@ -128,8 +130,8 @@ read_status cache_dir::read_entry(const std::string& path, const expected_key& w
       return read_status::missing;
     }
   }
-  // Entries are written by this user (or, in a prebuilt layer or a tree root owns, installed by root).
-  if (!e && st.uid != f.euid() && !(root_may_own() && st.uid == 0)) {
+  // Entries are written by this user (or, in a prebuilt layer, installed by root).
+  if (!e && st.uid != f.euid() && !(prebuilt_ && st.uid == 0)) {
     f.close(fd);
     problem = "owned by uid " + std::to_string(st.uid) + ", not by this user";
     return read_status::invalid;
@@ -615,9 +617,6 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
     return out;
   }
   std::sort(fans.begin(), fans.end());
-  // A fan-out directory root owns is the cache's only in a tree root owns (a layer root installed);
-  // in this user's own cache it is someone else's, like any other owner's.
-  const bool root_may_own = this->root_may_own();
   for (const auto& fan : fans) {
     std::vector<std::string> names;
     const std::string d = objects + "/" + fan;
@@ -629,7 +628,9 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
       io_problem("cannot stat", d, stat_error, skipped);
       continue;
     }
-    if (std::string bad = fan_out_problem(d, fan, root_may_own); !bad.empty()) {
+    // A fan-out directory root owns is the cache's only in a layer (prebuilt_: one root installed);
+    // in this user's own cache it is someone else's, like any other owner's.
+    if (std::string bad = stat_error ? errno_text(stat_error) : fan_out_problem(d, fan, prebuilt_, ds); !bad.empty()) {
       // Not descended into, by any scan (index rebuild, eviction, temp-file cleaning, `cache
       // clear`, `prune`, `stats`): its files are not the cache's, and one that another user may
       // write could be swapped for a symlink between the scan and an unlink by path. Before, only
@@ -637,10 +638,6 @@ std::vector<cache_dir::file_item> cache_dir::scan(std::vector<stray_item>* stray
       const bool directory = stat_error == 0 && ds.directory && !ds.symlink;
       if (directory) bad += " (its files are neither read nor removed)";
       if (strays) strays->push_back(stray_item{d, bad, directory});
-      continue;
-    }
-    if (stat_error) {
-      io_problem("cannot stat", d, stat_error, skipped);
       continue;
     }
     if (int e = f.list_dir(d, names)) {

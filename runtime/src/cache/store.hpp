@@ -125,10 +125,6 @@ class cache_dir {
   std::shared_ptr<dir_lock> lock_file(std::shared_ptr<dir_lock>& slot, const char* name);
   std::string root_, dir_, label_;
   bool writable_ = false, prebuilt_ = false;
-  // objects/ is root's (a layer root installed, listed by another user): root's fan-out
-  // directories and entries are the tree's, as in a prebuilt layer (fan_out_problem's rule).
-  bool root_tree_ = false;
-  bool root_may_own() const { return prebuilt_ || root_tree_; }
   entry_codec codec_ = entry_codec::stored;
   bool map_reads_ = true;
   std::uint64_t max_bytes_ = 0;
