@@ -18,6 +18,12 @@
 //   raw + read       the cubin read from its file inside the clock (open, fstat, read into a fresh buffer)
 //   raw + LZ4        the cubin LZ4-decoded (one block, compressed before the clock) into a fresh buffer
 //   raw + XXH3       XXH3-64 of the cubin before the load (what checking a stored cubin costs)
+//   raw library      cuLibraryLoadData of the cubin in memory (the image preserved, as a cache hit
+//                    loads it) + cuLibraryGetKernel + cuKernelGetFunction: what fatpack::compile's
+//                    library costs the driver, against the raw module
+//   check floor      the cubin file mapped read-only, fatpack's XXH3 of every byte (AVX2 where the
+//                    CPU has it), then the raw library: the least any cache that checks what it reads
+//                    and hands out a library pays, with no key made and nothing looked up
 // Package and JIT cases also print their load report's phases (medians in a second table): where the
 // time goes between the clock's start and "launchable".
 // With the fake driver (FATPACK_LIBCUDA=tests/fakecuda, FAKECUDA_DEVICES=90) module loads cost nearly
@@ -26,6 +32,7 @@
 // its min and max, its ratio to the raw cubin; and the median CPU time of the process (all threads)
 // over the same span, steadier on a loaded machine.
 #include "fatpack/compile.hpp"
+#include "fatpack/core/codec.hpp"  // core::xxh3, the hash the cache checks with
 #include "fatpack/fatpack.hpp"
 
 #include <cuda.h>  // types only: the driver is reached through fatpack::driver_entry_point
@@ -43,7 +50,10 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +163,39 @@ int child(const std::string& what, const std::string& in, const std::string& arc
     CUfunction f = nullptr;
     if (load(&m, image) != CUDA_SUCCESS || getfn(&f, m, kernel.c_str()) != CUDA_SUCCESS)
       die("cuModuleLoadData/cuModuleGetFunction failed");
+    const double ms = now_ms() - t;
+    std::printf("RESULT %.4f %.4f raw\n", ms, cpu_ms() - c0);
+    return 0;
+  }
+  if (what == "raw-library" || what == "floor") {
+    const std::string file = in + "/mid.sm_" + arch + ".cubin";
+    const std::string cubin = slurp(file);
+    auto load = entry<decltype(&cuLibraryLoadData)>("cuLibraryLoadData");
+    auto getk = entry<decltype(&cuLibraryGetKernel)>("cuLibraryGetKernel");
+    auto getfn = entry<decltype(&cuKernelGetFunction)>("cuKernelGetFunction");
+    take_context();
+    const double c0 = cpu_ms(), t = now_ms();
+    const void* image = cubin.data();
+    if (what == "floor") {
+      const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat st {};
+      if (fd < 0 || ::fstat(fd, &st) != 0) die("cannot open " + file);
+      void* m = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      ::close(fd);
+      if (m == MAP_FAILED) die("cannot map " + file);
+      const auto* bytes = static_cast<const std::uint8_t*>(m);
+      if (fatpack::core::xxh3(fatpack::core::byte_span(bytes, static_cast<std::size_t>(st.st_size))) == 0)
+        die("XXH3 of the cubin is 0");
+      image = m;
+    }
+    CUlibrary lib = nullptr;
+    CUkernel k = nullptr;
+    CUfunction f = nullptr;
+    CUlibraryOption keys[] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+    void* vals[] = {reinterpret_cast<void*>(std::uintptr_t{1})};
+    if (load(&lib, image, nullptr, nullptr, 0, keys, vals, 1) != CUDA_SUCCESS ||
+        getk(&k, lib, kernel.c_str()) != CUDA_SUCCESS || getfn(&f, k) != CUDA_SUCCESS)
+      die("cuLibraryLoadData/cuLibraryGetKernel/cuKernelGetFunction failed");
     const double ms = now_ms() - t;
     std::printf("RESULT %.4f %.4f raw\n", ms, cpu_ms() - c0);
     return 0;
@@ -332,6 +375,8 @@ int main(int argc, char** argv) {
                              {"raw-read", "raw + read the file", nullptr},
                              {"raw-lz4", "raw + LZ4 decode", nullptr},
                              {"raw-xxh3", "raw + XXH3", nullptr},
+                             {"raw-library", "raw library (cuLibrary)", nullptr},
+                             {"floor", "check floor: map+XXH3+library", nullptr},
                              {"sass-none", "fatpack SASS, none", "sass"},
                              {"sass-lz4", "fatpack SASS, lz4", "sass"},
                              {"sass-zstd", "fatpack SASS, zstd", "sass"},
