@@ -132,6 +132,44 @@ TEST_CASE("unloading: a dlclose()d library's package is forgotten, a library map
               bases.c_str(), reused_by_other, reused_by_same);
 }
 
+#if defined(TWIN_A_PATH)
+// Two libraries that carry different packages of one name (two plugins built from different
+// versions of one kernel library): the module is ambiguous while both are loaded, and the error names
+// both libraries (before: the one kept was only "(from embedded)"); once one is unloaded, the
+// other's package loads again.
+TEST_CASE("two libraries carrying different packages of one name: ambiguous naming both, then one unloaded") {
+  const std::string a_path = UNLOAD_A_PATH, twin_path = TWIN_A_PATH;
+  auto file_name = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+  REQUIRE_FALSE(loaded(UNLOAD_A_PATH));
+  void* a = dlopen(UNLOAD_A_PATH, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(a != nullptr, dlerror());
+  void* twin = dlopen(TWIN_A_PATH, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE_MESSAGE(twin != nullptr, dlerror());
+  fatpack::load_options o;
+  o.package = "unload_a";
+  for (const char* package : {"unload_a", ""}) {
+    o.package = package;
+    auto m = fatpack::load_module("unload_vadd", o);
+    REQUIRE_FALSE(m.has_value());
+    const std::string what = m.error().what();
+    INFO(what);
+    CHECK(m.error().code == fatpack::errc::ambiguous);
+    CHECK(what.find(file_name(a_path)) != std::string::npos);
+    CHECK(what.find(file_name(twin_path)) != std::string::npos);
+  }
+  REQUIRE(dlclose(twin) == 0);
+  o.package = "unload_a";
+  {
+    auto m = fatpack::load_module("unload_vadd", o);
+    INFO((m.has_value() ? std::string() : std::string(m.error().what())));
+    REQUIRE(m.has_value());
+    CHECK(m->function("vadd").has_value());
+  }
+  REQUIRE(dlclose(a) == 0);
+  CHECK_FALSE(listed("unload_a"));
+}
+#endif
+
 TEST_CASE("a library with its own runtime keeps its packages to itself") {
   // plugin_a links the runtime (and carries the runtime's note): this process's runtime must not list
   // its package, and says why when asked for it. RTLD_NODELETE: its runtime stays (never unloaded).

@@ -119,6 +119,12 @@ const char own_object_marker = 0;
 
 std::string object_label(const os::loaded_object& o) { return o.name.empty() ? "the program" : o.name; }
 
+// Where a registered package came from, for a message: a note package names its library (two
+// libraries that carry packages of one name are the usual clash; "embedded" alone named neither).
+std::string origin_of(const registered_package& p) {
+  return p.from_note ? p.source + " in " + (p.object.empty() ? std::string("the program") : p.object) : p.source;
+}
+
 }  // namespace
 
 result<std::vector<std::shared_ptr<registered_package>>> parse_all(core::byte_span bytes, const std::string& source,
@@ -337,7 +343,7 @@ status registry::add_parsed_locked(std::vector<package_ptr> pkgs, std::string* c
       if (conflict) *conflict = p->name;
       return error{errc::ambiguous, 0,
                    std::string(p->view.source()) + ": a different package named '" + p->name +
-                       "' is already registered (from " + q->source + ")",
+                       "' is already registered (from " + origin_of(*q) + ")",
                    {}};
     }
   }
