@@ -108,3 +108,23 @@ TEST_CASE("error::reason: shown after the code in what()") {
   e.reason = fatpack::fault::truncated;
   CHECK(printed(e.what()) == "fatpack: bad_package (truncated): a.fpk: entry 0 runs past the end");
 }
+
+// A result's value taken from a temporary is a value, not a reference into the temporary: a
+// range-for over `fatpack::packages().value()`, or `auto&& v = f().value()`, kept a reference to a
+// vector destroyed at the end of the full-expression (before, value() && returned T&&).
+namespace {
+fatpack::result<std::vector<std::string>> names() { return std::vector<std::string>{"a", std::string(64, 'b'), "c"}; }
+}  // namespace
+
+TEST_CASE("result::value() and operator* on a temporary return the value itself") {
+  static_assert(std::is_same_v<decltype(names().value()), std::vector<std::string>>);
+  static_assert(std::is_same_v<decltype(*names()), std::vector<std::string>>);
+  static_assert(std::is_same_v<decltype(names().error()), fatpack::error>);
+  std::string joined;
+  for (const auto& n : names().value()) joined += n;  // the ASan job reads freed memory here if it dangles
+  CHECK(joined == "a" + std::string(64, 'b') + "c");
+  auto&& v = *names();
+  CHECK(v.size() == 3);
+  fatpack::result<std::vector<std::string>> failed(fatpack::error{fatpack::errc::not_found, 0, "none"});
+  CHECK_THROWS_AS(std::move(failed).value(), fatpack::exception);
+}

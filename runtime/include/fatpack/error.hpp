@@ -146,16 +146,18 @@ class [[nodiscard]] result {
 
   T& value() & { check(); return std::get<0>(v_); }
   const T& value() const& { check(); return std::get<0>(v_); }
-  T&& value() && { check(); return std::get<0>(std::move(v_)); }
+  // From a temporary, the value itself (moved out): a reference into the temporary would dangle in
+  // `for (auto& p : fatpack::packages().value())`, the temporary gone before the loop's body runs.
+  T value() && { check(); return std::get<0>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
   // Precondition: !has_value().
   const fatpack::error& error() const& { return std::get<1>(v_); }
-  fatpack::error&& error() && { return std::get<1>(std::move(v_)); }
+  fatpack::error error() && { return std::get<1>(std::move(v_)); }
 
  private:
   void check() const {
