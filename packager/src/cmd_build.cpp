@@ -113,7 +113,8 @@ command_runner add_build_command(CLI::App& app) {
                "that the runtime links with nvJitLink (link-time optimisation) where it knows the GPU, and the SASS is "
                "nvJitLink's -lto link of the LTO-IR (the nvcc -dlink one, with a warning, without nvJitLink).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
-  cmd->add_option("--name", o->name, "Package name (default: the output file name up to its first '.')");
+  cmd->add_option("--name", o->name, "Package name (default: the output file name up to its first '.')")
+      ->check(not_empty("give a name, or leave --name out for the output file's"));
   cmd->add_option("--arch", o->arch,
                   "Targets in CMake CUDA_ARCHITECTURES syntax: 75-real,90-real,120-virtual; a bare 90 means "
                   "real + virtual; all, all-major (repeatable: --arch 80-real --arch 90-real is --arch 80-real,90-real)")
@@ -128,7 +129,8 @@ command_runner add_build_command(CLI::App& app) {
   cmd->add_option("--nvcc", o->nvcc, "nvcc to run (default: $NVCC or nvcc on PATH)");
   cmd->add_option("--module", o->module,
                   "With -rdc=true after '--': the name of the one module all sources link into (default: the "
-                  "package name)");
+                  "package name)")
+      ->check(not_empty("give a name, or leave --module out for the package name"));
   o->codec.add_to(*cmd, true);
   cmd->add_flag("-v,--verbose", o->verbose, "Print each nvcc command and a summary line");
   cmd->add_option("sources", o->sources, "CUDA sources; each becomes one module named after the file")->required();
@@ -138,6 +140,8 @@ command_runner add_build_command(CLI::App& app) {
               "it (docs/cli.md).");
   return [o]() {
     auto codes = nvcc_gpu_codes(o->nvcc);
+    if (const std::string same = input_named_by_output(o->output, o->sources); !same.empty())
+      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
     if (!codes) {
       print_error(codes.error().message);
       return exit_failure;

@@ -93,6 +93,10 @@ fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool
   const auto st = std::filesystem::status(dir, ec);
   if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
     return fatpack::error{fatpack::errc::invalid_argument, 0, dir + " is not a directory", {}};
+  // A command that reads (stats, list, verify, push) at a --path that does not exist: before, a
+  // mistyped path showed an empty "(read-only)" cache and succeeded.
+  if (read_only && !a.path.empty() && !std::filesystem::exists(st))
+    return fatpack::error{fatpack::errc::invalid_argument, 0, "no fatpack cache at " + dir + " (no such directory)", {}};
   // Only of a --path given: the default cache of a user who has run nothing yet is an empty one (a
   // script that clears it on a fresh machine must not fail).
   if (existing && !a.path.empty() && !std::filesystem::is_directory(std::filesystem::symlink_status(dir + "/v1", ec)))
@@ -245,7 +249,8 @@ std::string runtime_error_text(const fatpack::error& e) {
 void add_cache_path_option(CLI::App& cmd, std::string& path) {
   cmd.add_option("--path", path,
                  "Cache directory (default: the per-user cache: $FATPACK_CACHE_PATH, $XDG_CACHE_HOME/fatpack or "
-                 "~/.cache/fatpack)");
+                 "~/.cache/fatpack)")
+      ->check(not_empty("give a directory, or leave --path out for the per-user cache"));
 }
 
 command_runner add_cache_command(CLI::App& app) {

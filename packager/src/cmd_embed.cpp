@@ -114,7 +114,8 @@ command_runner add_embed_command(CLI::App& app) {
       "embed", "Write a C++ (.cpp/.cc/.cxx) or assembler (.S/.s) file that links the package into a program and "
                "registers it with the runtime");
   cmd->add_option("-o,--output", o->output, "Output file; its extension picks C++ or assembler")->required();
-  cmd->add_option("--symbol", o->symbol, "Symbol stem (default: the package name); must be unique per program");
+  cmd->add_option("--symbol", o->symbol, "Symbol stem (default: the package name); must be unique per program")
+      ->check(not_empty("give a symbol stem, or leave --symbol out for the package name's"));
   cmd->add_option("file", o->file, "Package file (.fpk)")->required();
   return [o]() {
     const auto dot = o->output.find_last_of('.');
@@ -122,6 +123,8 @@ command_runner add_embed_command(CLI::App& app) {
     const bool cpp = ext == ".cpp" || ext == ".cc" || ext == ".cxx";
     const bool as = ext == ".S" || ext == ".s";
     if (!cpp && !as) throw usage_error{"-o " + o->output + ": the extension must be .cpp, .cc, .cxx, .S or .s"};
+    if (const std::string same = input_named_by_output(o->output, {o->file}); !same.empty())
+      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
     auto pf = load_package_file(o->file);
     if (!pf) {
       print_error(pf.error().message);

@@ -181,9 +181,11 @@ command_runner add_pack_command(CLI::App& app) {
               "after '--': the nvcc options the PTX files were compiled with; those the JIT needs (-maxrregcount, "
               "-lineinfo, -G, -Xptxas -O<n>) are recorded on them (fatbins record their own).");
   cmd->add_option("-o,--output", o->output, "Output package (.fpk)")->required();
-  cmd->add_option("--name", o->name, "Package name the runtime looks up (default: the output file name up to its first '.')");
+  cmd->add_option("--name", o->name, "Package name the runtime looks up (default: the output file name up to its first '.')")
+      ->check(not_empty("give a name, or leave --name out for the output file's"));
   cmd->add_option("--module", o->module,
-                  "Module name for every input (default: each input's file name up to the first '.')");
+                  "Module name for every input (default: each input's file name up to the first '.')")
+      ->check(not_empty("give a name, or leave --module out for each input's file name"));
   cmd->add_flag("--link", o->link,
                 "Relocatable PTX (nvcc -ptx -rdc=true): PTX inputs of one module, target and PTX ISA form one link "
                 "group that the runtime JIT-links as one module (use with --module)");
@@ -192,6 +194,8 @@ command_runner add_pack_command(CLI::App& app) {
   cmd->add_option("inputs", o->inputs, "cubin, PTX or nvcc fatbin files")->required();
   return [o]() {
     const std::string jit_options = jit_options_from_passthrough();
+    if (const std::string same = input_named_by_output(o->output, o->inputs); !same.empty())
+      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
     std::vector<core::entry_input> entries;
     for (const auto& path : o->inputs) {
       auto bytes = read_file(path);

@@ -200,6 +200,16 @@ core::status write_file_atomic(const std::string& path, core::byte_span bytes, b
   return replace_regular_file(path, bytes, changed);
 }
 
+std::string input_named_by_output(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat out{};
+  if (::stat(output.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return {};  // a new file, or /dev/null
+  for (const auto& in : inputs) {
+    struct stat st{};
+    if (::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino) return in;
+  }
+  return {};
+}
+
 std::string safe_file_component(const std::string& text) {
   std::string out;
   out.reserve(text.size());

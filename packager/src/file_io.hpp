@@ -26,6 +26,10 @@ core::result<std::vector<std::uint8_t>> read_file_bounded(const std::string& pat
 // opened and written to, never replaced or read; a directory, a dangling link or any other type is an
 // error naming the path.
 core::status write_file_atomic(const std::string& path, core::byte_span bytes, bool* changed = nullptr);
+// The input that is the output's regular file itself (a second name of it counts: a hard link, a
+// symlink, "./x"), or "" when none is: writing the output would replace that input (before,
+// `fatpack pack -o x.cubin x.cubin` replaced the cubin with the package made of it).
+std::string input_named_by_output(const std::string& output, const std::vector<std::string>& inputs);
 // One path component made from outside text (a module or package name): letters, digits, '.', '_',
 // '+', '-' kept, every other byte '_' (so no '/', NUL or control byte), never "", "." or ".." and
 // never starting with '.' (no hidden files). Different names may map to one component: callers that

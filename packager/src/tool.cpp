@@ -67,6 +67,14 @@ const CLI::Validator& whole_number() {
   return v;
 }
 
+CLI::Validator not_empty(std::string instead) {
+  return CLI::Validator(
+      [instead](std::string& text) -> std::string {
+        return text.empty() ? "is empty (an unset variable?): " + instead : std::string();
+      },
+      "");
+}
+
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
   return std::to_string(n) + " " + std::string(n == 1 ? singular : plural);
 }

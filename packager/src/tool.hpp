@@ -89,6 +89,9 @@ std::string human_size(std::uint64_t bytes);
 // For a whole-number option, checked before its range: "5abc" and "1G" are "not a whole number"
 // (before, the range said "not in range 1 to 22" of them; CLI::Number calls them FLOATs).
 const CLI::Validator& whole_number();
+// For a name or path option: an empty value (an unset shell variable) is refused, not read as "not
+// given" (before, `--name ""` gave the default name and `cache clear --path ""` the per-user cache).
+CLI::Validator not_empty(std::string instead);
 
 // "1 entry", "3 entries": a count and its noun, singular for exactly 1.
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural);

@@ -269,6 +269,19 @@ assert abs(t['allocated_per_cubin_byte'] - alloc / s['cubin_bytes']) < 1e-9, t
   expect_in out.txt "^$work/fresh-home/.cache/fatpack: removed 0 entries"
   run 1 "$fatpack" cache stats --path "$work/w.fpk"
   expect_in err.txt "is not a directory"
+  # A --path that does not exist fails the commands that read too (before: an empty "(read-only)"
+  # cache, exit 0); an empty --path (an unset variable) is refused, never the per-user cache (before,
+  # `clear --path ""` cleared it).
+  for cmd in stats list verify; do
+    run 1 "$fatpack" cache $cmd --path "$work/no-cache-here"
+    expect_in err.txt "no fatpack cache at $work/no-cache-here \\(no such directory\\)"
+  done
+  mkdir -p "$work/empty-path-home/.cache/fatpack/v1"
+  for cmd in "cache clear" "cache prune" "cache stats" "cache list" "warm --target sm_120 w.fpk"; do
+    run 2 env -u FATPACK_CACHE_PATH -u XDG_CACHE_HOME HOME="$work/empty-path-home" "$fatpack" $cmd --path ""
+    expect_in err.txt "^fatpack: error: --path: is empty"
+  done
+  [ -d "$work/empty-path-home/.cache/fatpack/v1" ] || fail "a command given --path '' changed the per-user cache"
   # objects/ planted as a symlink: refused by the commands that write (before, the runtime wrote
   # through it and clear said "removed 0 entries").
   s="$work/objects-link" && mkdir -p "$work/objects-elsewhere"
@@ -531,6 +544,26 @@ usage)
   run 2 "$fatpack" plan --driver thirteen x.fpk
   run 2 "$fatpack" embed -o x.txt x.fpk
   run 2 "$fatpack" extract --target sm_9x x.fpk
+  # An empty name (an unset variable) is refused, not the default name (before, silently).
+  for opt in --name --module; do
+    run 2 "$fatpack" pack -o x.fpk "$opt" "" "${cubins[0]}"
+    expect_in err.txt "^fatpack: error: $opt: is empty"
+  done
+  run 2 "$fatpack" build -o x.fpk --name "" --arch 90-real "$src/tests/kernels/vadd.cu"
+  expect_in err.txt "^fatpack: error: --name: is empty"
+  run 2 "$fatpack" embed -o x.cpp --symbol "" x.fpk
+  expect_in err.txt "^fatpack: error: --symbol: is empty"
+  # The output is an input (the file itself, another name of it, a link to it): refused, the input
+  # untouched (before, pack -o x.cubin x.cubin replaced the cubin with the package made of it).
+  cp "${cubins[0]}" in.cubin && ln -s in.cubin in-link.cubin && cp "$src/tests/kernels/vadd.cu" in.cu
+  for o in in.cubin ./in.cubin in-link.cubin; do
+    run 2 "$fatpack" pack -o "$o" "${cubins[1]}" in.cubin
+    expect_in err.txt "^fatpack: error: -o $o is the input in.cubin: writing it would replace the input"
+  done
+  cmp -s in.cubin "${cubins[0]}" || fail "pack replaced its input"
+  run 2 "$fatpack" build -o in.cu --arch 90-real in.cu
+  expect_in err.txt "^fatpack: error: -o in.cu is the input in.cu"
+  cmp -s in.cu "$src/tests/kernels/vadd.cu" || fail "build replaced its source"
   ;;
 roundtrip)
   for codec in lz4 zstd none; do
