@@ -278,6 +278,17 @@ endfunction()
 
 # The fatpack tool: FATPACK_EXECUTABLE (e.g. for cross builds), else the fatpack::fatpack target,
 # built in this tree (add_subdirectory / FetchContent) or imported (find_package).
+# A path as the target of a Make-syntax dependency file (nvcc -MT writes it as given): spaces, '#'
+# and '$' escaped the way Ninja's and Make's depfile readers undo. Unescaped, "my kernel.cubin" read
+# as the two targets "my" and "kernel.cubin", Ninja never matched the output, and every build ran
+# nvcc again for it.
+function(_fatpack_depfile_target path out_var)
+  string(REPLACE "$" "$$" path "${path}")
+  string(REPLACE "#" "\\#" path "${path}")
+  string(REPLACE " " "\\ " path "${path}")
+  set(${out_var} "${path}" PARENT_SCOPE)
+endfunction()
+
 function(_fatpack_tool command_var depends_var)
   if(FATPACK_EXECUTABLE)
     set(${command_var} "${FATPACK_EXECUTABLE}" PARENT_SCOPE)
@@ -556,8 +567,9 @@ function(fatpack_add_kernels target)
         set(what "PTX")
       endif()
       file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${out}")
+      _fatpack_depfile_target("${out}" mt)
       add_custom_command(OUTPUT "${out}"
-        COMMAND "${nvcc}" ${mode} -arch=${gpu} ${nvcc_flags} -MD -MT "${out}" -MF "${out}.d" -o "${out}" "${src}"
+        COMMAND "${nvcc}" ${mode} -arch=${gpu} ${nvcc_flags} -MD -MT "${mt}" -MF "${out}.d" -o "${out}" "${src}"
         DEPENDS "${src}"
         DEPFILE "${out}.d"
         COMMENT "fatpack: nvcc ${module} -> ${gpu} ${what} (${shown})"
@@ -576,8 +588,9 @@ function(fatpack_add_kernels target)
         if(NOT lto_out IN_LIST lto_made)
           list(APPEND lto_made "${lto_out}")
           file(RELATIVE_PATH shown "${CMAKE_BINARY_DIR}" "${lto_out}")
+          _fatpack_depfile_target("${lto_out}" mt)
           add_custom_command(OUTPUT "${lto_out}"
-            COMMAND "${nvcc}" -ltoir -dlto -arch=${sm_gpu} ${nvcc_flags} -MD -MT "${lto_out}" -MF "${lto_out}.d" -o "${lto_out}" "${src}"
+            COMMAND "${nvcc}" -ltoir -dlto -arch=${sm_gpu} ${nvcc_flags} -MD -MT "${mt}" -MF "${lto_out}.d" -o "${lto_out}" "${src}"
             DEPENDS "${src}"
             DEPFILE "${lto_out}.d"
             COMMENT "fatpack: nvcc -dlto ${module} -> ${lto_gpu} LTO-IR (${shown})"

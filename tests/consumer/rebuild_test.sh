@@ -5,34 +5,38 @@
 #  - a real change to one .cu re-embeds and relinks only the target that carries it;
 #  - a header edit recompiles only the module that includes it (nvcc depfile);
 #  - a build with nothing changed does nothing.
+# The source copy and the build directory have spaces in their names: nvcc's depfile names its
+# target as given, and an unescaped "build dir/..." read as two targets, so every build ran nvcc
+# again for every kernel.
 #   rebuild_test.sh PREFIX PROJECT_DIR WORK_DIR
 set -euo pipefail
 prefix=$1 project=$2 work=$3
-rm -rf "$work" && mkdir -p "$work" && cp -r "$project" "$work/src"
-cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+src="$work/src dir" build="$work/build dir"
+rm -rf "$work" && mkdir -p "$work" && cp -r "$project" "$src"
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CUDA_ARCHITECTURES=86-real -DEXPECT_DEFAULT_TARGETS=sm_86 >/dev/null
-cmake --build "$work/build" >/dev/null
+cmake --build "$build" >/dev/null
 sleep 1  # coarse file-system timestamps
 
 step() {  # step NAME: build, show and keep the output
   echo "== $1"
-  out=$(cmake --build "$work/build" | grep -v 'Re-running CMake\|^-- ' || true)
+  out=$(cmake --build "$build" | grep -v 'Re-running CMake\|^-- ' || true)
   echo "$out"
 }
 has() { grep -q -- "$1" <<<"$out" || { echo "FAIL: expected '$1'"; exit 1; }; }
 lacks() { if grep -q -- "$1" <<<"$out"; then echo "FAIL: did not expect '$1'"; exit 1; fi; }
 
-touch "$work/src/kernels/saxpy.cu"
+touch "$src/kernels/saxpy.cu"
 step "touch saxpy.cu"
 has "nvcc saxpy -> sm_90"; has "pack app_more"; lacks "nvcc scale"; lacks "nvcc vadd"; lacks "embed"; lacks "Linking"
 
-printf '\nextern "C" __global__ void saxpy_twice(float a, const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] += 2.0f * a * x[i];\n}\n' >>"$work/src/kernels/saxpy.cu"
+printf '\nextern "C" __global__ void saxpy_twice(float a, const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] += 2.0f * a * x[i];\n}\n' >>"$src/kernels/saxpy.cu"
 sleep 1
 step "change saxpy.cu"
 has "nvcc saxpy -> sm_90"; has "embed app_more"; has "Linking CXX executable app"
 lacks "nvcc scale"; lacks "nvcc vadd"; lacks "libcarrier"; lacks "libselfcontained"; lacks "executable defaults"
 
-echo '#define SCALE_FACTOR 3.0f' >"$work/src/include/scale_factor.h"
+echo '#define SCALE_FACTOR 3.0f' >"$src/include/scale_factor.h"
 sleep 1
 step "change include/scale_factor.h"
 has "nvcc scale -> sm_90"; lacks "nvcc saxpy"; lacks "nvcc vadd"; has "Linking CXX executable app"
