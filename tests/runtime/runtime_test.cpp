@@ -142,6 +142,17 @@ TEST_CASE("devices: CC, driver, PTX ISA limit, name, UUID per device") {
   auto missing = fatpack::driver_entry_point("cuNoSuchCall");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("cuNoSuchCall") != std::string::npos);
+  // The default ABI is cuda.h 13.0's: cuCtxCreate is cuCtxCreate_v4, what a cast to cuda.h's
+  // declaration calls (before, the default 12000 gave the CUDA 12 entry point, whose arguments
+  // differ: a context made on device 0 whatever device was asked for).
+  auto ctx_default = fatpack::driver_entry_point("cuCtxCreate");
+  auto ctx_13 = fatpack::driver_entry_point("cuCtxCreate", 13000);
+  auto ctx_12 = fatpack::driver_entry_point("cuCtxCreate", 12000);
+  REQUIRE(ctx_default.has_value());
+  REQUIRE(ctx_13.has_value());
+  REQUIRE(ctx_12.has_value());
+  CHECK(ctx_default.value() == ctx_13.value());
+  CHECK(ctx_12.value() != ctx_13.value());
 }
 
 TEST_CASE("selection end to end: two devices, each gets its own entry") {
