@@ -124,6 +124,20 @@ TEST_CASE("unloading: a dlclose()d library's package is forgotten, a library map
     CHECK(std::string(gone.error().what()).find(std::string("'") + l.package + "' (from ") != std::string::npos);
     CHECK(std::string(gone.error().what()).find("unloaded") != std::string::npos);
   }
+  // Each library was unloaded 4 times: the message names each once, with the count (before, once
+  // per unload, the list repeating one package and the count saying "8 packages").
+  {
+    fatpack::load_options o;
+    o.package = "unload_a";
+    const std::string what = fatpack::load_module("unload_vadd", o).error().what();
+    INFO(what);
+    for (const char* p : {"'unload_a' (from ", "'unload_b' (from "}) {
+      const std::size_t at = what.find(p);
+      REQUIRE(at != std::string::npos);
+      CHECK(what.find(p, at + 1) == std::string::npos);
+    }
+    CHECK(what.find(".so) 4 times") != std::string::npos);
+  }
   // Whether the loader mapped a library where the previous one had been is the loader's choice;
   // it is reported, so a run shows whether the same-address case was exercised.
   MESSAGE("unload loop: " << bases << "; the same address as the previous library: " << reused_by_other

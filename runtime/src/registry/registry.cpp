@@ -321,9 +321,17 @@ void registry::walk_objects_locked() {
     if (std::find(packages_.begin(), packages_.end(), p) != packages_.end()) continue;
     const std::string what = "'" + p->name + "' (from " + (p->object.empty() ? "the program" : p->object) + ")";
     log_line(log_level::info, "package " + what + " is gone: its object was unloaded");
-    ++unloaded_total_;
-    unloaded_.push_back(what);
-    if (unloaded_.size() > 8) unloaded_.erase(unloaded_.begin());
+    auto seen = std::find_if(unloaded_.begin(), unloaded_.end(), [&](const forgotten& f) { return f.what == what; });
+    forgotten f{what, 1};
+    if (seen != unloaded_.end()) {
+      f.times = seen->times + 1;
+      unloaded_.erase(seen);
+    }
+    unloaded_.push_back(std::move(f));  // the latest last
+    if (unloaded_.size() > 8) {
+      unloaded_.erase(unloaded_.begin());
+      ++unloaded_dropped_;
+    }
   }
   for (const auto& sk : skipped) log_line(log_level::warn, "skipped embedded package: " + sk);
   note_skipped_ = std::move(skipped);
@@ -503,18 +511,15 @@ std::string registry::no_packages_message() const {
     for (const auto& f : foreign_objects_) m += " " + f;
     m += " (each links its own fatpack runtime, which alone loads its packages)";
   }
-  if (unloaded_total_) {
-    m += "; " + std::to_string(unloaded_total_) + " package" + (unloaded_total_ == 1 ? " was" : "s were") +
-         " forgotten because the library holding it was unloaded (dlclose):";
-    for (const auto& u : unloaded_) m += " " + u;
-  }
+  if (!unloaded_.empty())
+    m += "; forgotten because the library holding them was unloaded (dlclose): " + forgotten_list();
   if (skipped) {
     m += "; " + std::to_string(skipped) + " of " + std::to_string(records) +
          " embedded records skipped as invalid (a damaged package, or one from an incompatible fatpack: rebuild it "
          "with this fatpack):" + skipped_list();
     return m + ".";
   }
-  if (unloaded_total_ || !foreign_objects_.empty()) return m + ".";
+  if (!unloaded_.empty() || !foreign_objects_.empty()) return m + ".";
   return m + ". Likely cause: the generated embedding source was not linked, or the library carrying it is not "
              "loaded. fatpack_add_kernels keeps it in executables, shared libraries and static libraries (an "
              "INTERFACE -Wl,-u); a link made without CMake must name the generated file itself, or keep a static "
@@ -576,15 +581,20 @@ result<module_entries> registry::find_module_locked(std::string_view module, std
     msg += "]";
   }
   if (!skipped_.empty() || !note_skipped_.empty()) msg += "; skipped (invalid):" + skipped_list();
-  if (!unloaded_.empty()) {
-    msg += "; forgotten (their library was unloaded):";
-    for (const auto& u : unloaded_) msg += " " + u;
-  }
+  if (!unloaded_.empty()) msg += "; forgotten (their library was unloaded): " + forgotten_list();
   if (!foreign_objects_.empty()) {
     msg += "; not looked into (each links its own fatpack runtime, which alone loads its packages):";
     for (const auto& f : foreign_objects_) msg += " " + f;
   }
   return error{errc::not_found, 0, std::move(msg), {}};
+}
+
+std::string registry::forgotten_list() const {
+  std::string out;
+  for (const auto& f : unloaded_)
+    out += (out.empty() ? "" : ", ") + f.what + (f.times > 1 ? " " + std::to_string(f.times) + " times" : "");
+  if (unloaded_dropped_) out += " and " + std::to_string(unloaded_dropped_) + " more";
+  return out;
 }
 
 module_entries entries_of_module(const package_ptr& package, std::string_view module) {

@@ -166,8 +166,15 @@ class registry {
   std::vector<std::string> foreign_objects_;            // objects with kernels and their own runtime
   std::vector<std::string> note_skipped_;               // note packages that did not validate
   conflict_map note_conflicts_;                         // the same for note packages (rebuilt by each walk)
-  std::vector<std::string> unloaded_;                   // packages forgotten because their object went (last 8)
-  std::size_t unloaded_total_ = 0;
+  // Packages forgotten because their object went, for messages: the last 8 distinct ones, each with
+  // how often (a plugin loaded and unloaded in a loop is one entry, not one per unload).
+  struct forgotten {
+    std::string what;  // "'name' (from object)"
+    std::size_t times = 0;
+  };
+  std::vector<forgotten> unloaded_;
+  std::size_t unloaded_dropped_ = 0;  // distinct ones no longer listed
+  std::string forgotten_list() const;
 };
 
 // Parses every package in `bytes` (core::for_each_package: back to back, a zero tail allowed).
