@@ -21,10 +21,17 @@
 namespace fatpack::tool {
 namespace {
 
+// The symbol stem of a package name (or --symbol): letters, digits and '_' kept, any other byte '_'.
+// A name that changed on the way gets 8 hex digits of its hash, so that two different names never
+// make one stem: "a-b" and "a.b", "ü" and "é" both linked as fatpack_pkg_a_b_record before, and the
+// link of a program holding both failed on a duplicate symbol.
 std::string sanitize_symbol(const std::string& s) {
   std::string out;
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  if (out != s)
+    out += "_" + core::hex16(core::xxh3(core::byte_span(reinterpret_cast<const std::uint8_t*>(s.data()), s.size())))
+                     .substr(0, 8);
   return out;
 }
 

@@ -979,6 +979,17 @@ CPP
   run 0 "$fatpack" pack -o e.fpk --name embedded_demo "${cubins[0]}"
   run 0 "$fatpack" embed -o e.cpp e.fpk
   ! cmp -s e.cpp e.before.cpp || fail "embed output did not change with the package"
+  # Different names that sanitize alike ("a-b" and "a.b", "ü" and "é") embed under different
+  # symbols: one program links all four (before: a duplicate symbol).
+  objs=()
+  for n in a-b a.b ü é; do
+    run 0 "$fatpack" pack -o "n$((${#objs[@]})).fpk" --name "$n" "${cubins[0]}"
+    run 0 "$fatpack" embed -o "n${#objs[@]}.cpp" "n${#objs[@]}.fpk"
+    objs+=("n${#objs[@]}.cpp")
+  done
+  run 0 g++ -std=c++17 main.cpp "${objs[@]}" -o app_names
+  run 0 ./app_names
+  expect_in out.txt "records 4 registered 0"
   ;;
 embed_hostile_name)
   # A package name is outside input. Before: embed wrote it raw into a // comment (a newline ended the
