@@ -69,21 +69,29 @@ int main(int argc, char** argv) {
   add(add_link_lto_command);
   add(add_split_ptx_command);
 
-  // A first word that is no option and no command: say so, with the nearest command (CLI11 would
-  // only say that a subcommand is required).
-  if (args.size() > 1 && args[1][0] != '-') {
-    const std::string word = args[1];
+  // A word that is no option and no command, first or after a command that has its own (`cache`):
+  // say so, with the nearest name (CLI11 would only say that a subcommand is required).
+  auto unknown = [&](const CLI::App& parent, const std::string& word, const std::string& usage) {
     std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    if (std::find(names.begin(), names.end(), word) == names.end()) {
-      const std::string near = nearest_name(word, names);
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      print_error("unknown command '" + word + "'" +
-                  (near.empty() ? " (commands: " + list + ")" : "; did you mean '" + near + "'?"));
-      std::cerr << "Run 'fatpack --help' for usage.\n";
+    for (const CLI::App* sub : parent.get_subcommands({})) names.push_back(sub->get_name());
+    if (names.empty() || std::find(names.begin(), names.end(), word) != names.end()) return false;
+    const std::string near = nearest_name(word, names);
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    const std::string what = &parent == &app ? "command" : parent.get_name() + " command";
+    print_error("unknown " + what + " '" + word + "'" +
+                (near.empty() ? " (" + what + "s: " + list + ")" : "; did you mean '" + near + "'?"));
+    std::cerr << "Run '" << usage << " --help' for usage.\n";
+    return true;
+  };
+  if (args.size() > 1 && args[1][0] != '-') {
+    if (unknown(app, args[1], "fatpack")) return exit_usage;
+    const CLI::App* command = nullptr;
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == args[1]) command = sub;
+    if (command && args.size() > 2 && args[2][0] != '-' &&
+        unknown(*command, args[2], "fatpack " + command->get_name()))
       return exit_usage;
-    }
   }
   try {
     app.parse(int(args.size()), args.data());

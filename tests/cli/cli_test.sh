@@ -517,6 +517,12 @@ unknown_command)
   expect_in err.txt "^fatpack: error: unknown command 'frobnicate' \\(commands: build, pack, inspect, .*warm, doctor, link-lto, split-ptx\\)$"
   run 2 "$fatpack" x
   expect_in err.txt "unknown command 'x' \\(commands: "
+  # The same for a command's own commands (before: "A subcommand is required").
+  run 2 "$fatpack" cache lst
+  expect_in err.txt "^fatpack: error: unknown cache command 'lst'; did you mean 'list'\\?$"
+  expect_in err.txt "^Run 'fatpack cache --help' for usage"
+  run 2 "$fatpack" cache bogus
+  expect_in err.txt "^fatpack: error: unknown cache command 'bogus' \\(cache commands: stats, list, verify, prune, clear, push, pull\\)$"
   run 0 "$fatpack" --version
   # Counts agree with their noun (docs/cli.md "Conventions").
   run 0 "$fatpack" pack -v -o one.fpk "${cubins[0]}"
