@@ -497,15 +497,18 @@ TEST_CASE("compile: name expressions find template instantiations, on a miss and
 
 TEST_CASE("compile: the C API (fatpack_compile) misses, then hits without NVRTC; errors carry the log") {
   const std::string d = case_dir("c_api");
-  write_text(d + "/scale.cu", k_template);
-  const std::vector<std::string> args{d + "/scale.cu", "--c-api", "--name-expr", "scale<float>", "--kernel",
-                                      "scale<float>"};
+  write_text(d + "/extra.h", "#define EXTRA 1\n");
+  write_text(d + "/scale.cu", "#include \"extra.h\"\n" + std::string(k_template));
+  const std::vector<std::string> args{d + "/scale.cu", "--c-api", "--include", d, "--name-expr", "scale<float>",
+                                      "--kernel", "scale<float>"};
   auto miss = probe(args, env_for(d));
   INFO(miss.out << miss.err);
   CHECK(miss.status == 0);
   CHECK(miss.has("c_path=1\npath=NVRTC SASS\ntarget=sm_90\n"));
   CHECK(miss.has("\nstored=1\nnot_cached=\n"));  // the C report carries what the C++ one does
   CHECK(miss.has("\nnvrtc_version=13."));
+  // The manifest's files, not only their count (before: "dependencies=1" alone).
+  CHECK(miss.has("\ndependencies=1\ndependency=" + d + "/extra.h\nnvrtc_ms="));
   CHECK(miss.has("c_kernel=ok"));
   auto hit = probe(args, env_for(d));
   INFO(hit.out << hit.err);

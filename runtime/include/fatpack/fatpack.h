@@ -355,8 +355,9 @@ FATPACK_API fatpack_status fatpack_program_kernel(const fatpack_program* program
 FATPACK_API struct CUlib_st* fatpack_program_library(const fatpack_program* program);
 FATPACK_API int fatpack_program_path(const fatpack_program* program);  /* a fatpack_compile_path_id, -1 for NULL */
 /* "path=NVRTC SASS\ntarget=sm_90\nreason=...\n": one line per field (path, target, reason, compiler,
- * nvrtc_version, cache_key, stored, not_cached, dependencies, nvrtc_ms, total_ms, locate_ms, scan_ms,
- * lookup_ms, register_ms, load_ms), then, when NVRTC
+ * nvrtc_version, cache_key, stored, not_cached, dependencies (the count, then a "dependency=PATH" line
+ * per file, control bytes shown as '?'), nvrtc_ms, total_ms, locate_ms, scan_ms, lookup_ms,
+ * register_ms, load_ms), then, when NVRTC
  * warned, "log=" and its lines last; compile_report in <fatpack/compile.hpp> says what each means.
  * Valid while the handle lives. */
 FATPACK_API const char* fatpack_program_report(const fatpack_program* program);

@@ -47,6 +47,20 @@ bool take(const char* const* a, std::size_t n, std::vector<std::string>& out, co
   return true;
 }
 
+// The manifest's files, one "\ndependency=PATH" line each after the count (before, the C report gave
+// only the count that compile_report::dependencies lists). A path is outside text: a control byte
+// in it would end the line, so such bytes are shown as '?'.
+std::string dependency_lines(const std::vector<std::string>& files) {
+  std::string out;
+  for (const auto& f : files) {
+    std::string line = f;
+    for (char& c : line)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    out += "\ndependency=" + line;
+  }
+  return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -81,7 +95,8 @@ fatpack_status fatpack_compile(const fatpack_compile_args* args, fatpack_program
     p->report = std::string("path=") + fatpack::compile_path_name(r.path) + "\ntarget=" + r.target +
                 "\nreason=" + r.reason + "\ncompiler=" + r.compiler + "\nnvrtc_version=" + r.nvrtc_version +
                 "\ncache_key=" + r.cache_key + "\nstored=" + (r.stored ? "1" : "0") + "\nnot_cached=" + r.not_cached +
-                "\ndependencies=" + std::to_string(r.dependencies.size()) + "\nnvrtc_ms=" + std::to_string(r.nvrtc_ms) +
+                "\ndependencies=" + std::to_string(r.dependencies.size()) + dependency_lines(r.dependencies) +
+                "\nnvrtc_ms=" + std::to_string(r.nvrtc_ms) +
                 "\ntotal_ms=" + std::to_string(r.total_ms) + "\nlocate_ms=" + std::to_string(r.locate_ms) +
                 "\nscan_ms=" + std::to_string(r.scan_ms) + "\nlookup_ms=" + std::to_string(r.lookup_ms) +
                 "\nregister_ms=" + std::to_string(r.register_ms) + "\nload_ms=" + std::to_string(r.load_ms) + "\n";
