@@ -359,6 +359,19 @@ function(fatpack_add_kernels target)
       "(expected NAME, MODULE, SOURCES, CUDA_ARCHITECTURES, NVCC_OPTIONS, INCLUDE_DIRECTORIES, COMPILE_DEFINITIONS, "
       "CODEC, LEVEL, OUTPUT_DIRECTORY, PACKAGE_VARIABLE; see docs/cmake.md)")
   endif()
+  # NAME "" (a variable left empty, quoted): cmake_parse_arguments leaves arg_NAME unset and does not
+  # report it missing, so the target's name was used silently. Any one-value keyword followed by an
+  # empty argument is an error.
+  math(EXPR last_arg "${ARGC} - 2")
+  if(last_arg GREATER_EQUAL 1)
+    foreach(i RANGE 1 ${last_arg})
+      math(EXPR next "${i} + 1")
+      if("${ARGV${i}}" IN_LIST one_value AND "${ARGV${next}}" STREQUAL "" AND NOT DEFINED arg_${ARGV${i}})
+        message(FATAL_ERROR "fatpack_add_kernels(${target}): ${ARGV${i}} is empty (a variable left unset?); give a "
+          "value or leave ${ARGV${i}} out.")
+      endif()
+    endforeach()
+  endif()
   foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
     if(NOT kw STREQUAL "NVCC_OPTIONS" AND NOT kw STREQUAL "INCLUDE_DIRECTORIES" AND NOT kw STREQUAL "COMPILE_DEFINITIONS")
       message(FATAL_ERROR "fatpack_add_kernels(${target}): ${kw} needs a value.")
