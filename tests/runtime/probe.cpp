@@ -3,7 +3,7 @@
 // the runtime loads the driver once per process, as a product does.
 //
 //   fatpack_runtime_probe [--package FILE]... [--image FILE MODULE]... [--embed FILE]
-//                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N]
+//                         [--policy prefer_sass|force_ptx|sass_only] [--device N] [--threads N] [--log-sink]
 //                         [--warm] [devices] [load MODULE]... [load-library MODULE]
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
 //                         [remote-stats] [libs] [fork MODULE] [rewrite FILE SIZE] [sleep MS] [kernel NAME]
@@ -110,7 +110,13 @@ int main(int argc, char** argv) {
       }
       return args[++i];
     };
-    if (a == "--package") {
+    if (a == "--log-sink") {
+      // Every log line to stdout as "sink| LEVEL: text" (fatpack::set_log_callback), set before any
+      // other use of fatpack in this process.
+      fatpack::set_log_callback([](fatpack::log_level level, std::string_view line) {
+        std::printf("sink| %d: %.*s\n", static_cast<int>(level), static_cast<int>(line.size()), line.data());
+      });
+    } else if (a == "--package") {
       auto s = fatpack::add_package_file(next());
       if (!s) {
         std::printf("add error=%s message=%s\n", fatpack::errc_name(s.error().code), one_line(s.error().message).c_str());

@@ -427,6 +427,13 @@ TEST_CASE("default log level: the first warning of a process gets one line; FATP
   CHECK(typo == 2);
   CHECK(err_typo.find("FATPACK_LOG='verbose\\x1b[2J' names no level") != std::string::npos);
   CHECK(err_typo.find("FATPACK_LOG=warn shows all") != std::string::npos);
+  // A program that sets a log callback before anything else gets that line too, nothing on stderr
+  // (before, it went to stderr while the callback was being set).
+  auto sunk = probe({"--log-sink", "devices"}, fake({{"FATPACK_LOG", "verbose"}}));
+  INFO(sunk.out << sunk.err);
+  CHECK(sunk.status == 0);
+  CHECK(sunk.has("sink| 2: FATPACK_LOG='verbose' names no level"));
+  CHECK(sunk.err.find("names no level") == std::string::npos);
 }
 
 TEST_CASE("FATPACK_JIT_BACKEND: any case names the back end; anything else is a warning, not silently culink") {

@@ -46,18 +46,28 @@ struct log_state {
   // the loader's) must never wait for mu, which a callback running on another thread holds.
   std::atomic<bool> has_callback{false};
   std::mutex stderr_mu;  // serialises the lines written to stderr (held for one fprintf each, no callback)
+  // A FATPACK_LOG that names no level, said once: on stderr when the state is made, or, when the
+  // state is made by set_log_sink (a program that sets its callback first), to that callback.
+  std::string env_problem;
 };
+
+// Set while set_log_sink makes the state: its line about FATPACK_LOG then waits for the callback.
+thread_local bool t_making_for_sink = false;
 
 log_state& state() {
   static log_state* s = [] {
     const char* env = os::getenv("FATPACK_LOG");
     const std::optional<log_level> chosen = parse_level(env);
     auto* made = new log_state(chosen);  // leaked: logging may happen from static destructors
-    if (env && *env && !chosen)
-      std::fprintf(stderr,
-                   "fatpack: warn: FATPACK_LOG='%s' names no level (off, error, warn, info or debug); "
-                   "using the default (the first warning only)\n",
-                   fatpack::core::printable_text(env, 64).c_str());
+    if (env && *env && !chosen) {
+      made->env_problem = "FATPACK_LOG='" + fatpack::core::printable_text(env, 64) +
+                          "' names no level (off, error, warn, info or debug); using the default (the first "
+                          "warning only)";
+      if (!t_making_for_sink) {
+        std::fprintf(stderr, "fatpack: warn: %s\n", made->env_problem.c_str());
+        made->env_problem.clear();
+      }
+    }
     return made;
   }();
   return *s;
@@ -185,10 +195,24 @@ void set_log_threshold(log_level level) {
 }
 log_level log_threshold() { return static_cast<log_level>(state().level.load()); }
 void set_log_sink(std::function<void(log_level, std::string_view)> callback) {
+  t_making_for_sink = true;
   auto& s = state();
+  t_making_for_sink = false;
   std::lock_guard<std::mutex> lock(s.mu);
   s.callback = std::move(callback);
   s.has_callback.store(static_cast<bool>(s.callback), std::memory_order_release);
+  // The line about FATPACK_LOG, held back when this call made the state: to the callback, or to
+  // stderr when the callback is empty.
+  if (!s.env_problem.empty()) {
+    const std::string line = std::move(s.env_problem);
+    s.env_problem.clear();
+    try {
+      if (s.callback) s.callback(log_level::warn, line);
+      else std::fprintf(stderr, "fatpack: warn: %s\n", line.c_str());
+    } catch (...) {
+      // A callback that throws loses this line, as it loses any other (fatpack.hpp).
+    }
+  }
 }
 
 }  // namespace fatpack::detail
