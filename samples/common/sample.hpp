@@ -101,8 +101,8 @@ fatpack::status entry_point(F& out, const char* symbol) {
   return {};
 }
 
-// cuGetProcAddress takes the base names ("cuMemAlloc"); driver_entry_point's default ABI (13000,
-// cuda.h 13.0's) gives the _v2 variants that cuda.h's macros name.
+// cuGetProcAddress takes the base names ("cuMemAlloc"); driver_entry_point's default ABI (cuda.h
+// 13.0's, or an older driver's own) gives the _v2 variants that cuda.h's macros name.
 inline fatpack::result<driver> load_driver() {
   driver d;
   for (auto s : {entry_point(d.ctx_set_current, "cuCtxSetCurrent"), entry_point(d.ctx_synchronize, "cuCtxSynchronize"),

@@ -7,6 +7,7 @@
 //                         [--warm] [devices] [load MODULE]... [load-library MODULE]
 //                         [--prebuilt DIR] [--rotate N] [load-all] [cache-wait] [cache-stats]
 //                         [remote-stats] [libs] [fork MODULE] [rewrite FILE SIZE] [sleep MS] [kernel NAME]
+//                         [entry SYMBOL]
 //
 // Output, one line per result (parsed by the tests):
 //   devices count=2
@@ -266,6 +267,13 @@ int main(int argc, char** argv) {
       if (hung || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) ok = false;
     } else if (a == "--warm") {
       warm = true;
+    } else if (a == "entry") {
+      // driver_entry_point(SYMBOL) with the default ABI: "entry SYMBOL ok" or "entry SYMBOL error=...".
+      const std::string sym = next();
+      auto e = fatpack::driver_entry_point(sym.c_str());
+      if (e) std::printf("entry %s ok\n", sym.c_str());
+      else std::printf("entry %s error=%s\n", sym.c_str(), e.error().what());
+      ok = ok && e.has_value();
     } else if (a == "devices") {
       auto n = fatpack::device_count();
       if (!n) {

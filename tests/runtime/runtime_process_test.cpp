@@ -436,6 +436,22 @@ TEST_CASE("default log level: the first warning of a process gets one line; FATP
   CHECK(sunk.err.find("names no level") == std::string::npos);
 }
 
+TEST_CASE("driver_entry_point's default ABI: cuda.h 13.0's, or an older driver's own") {
+  // A 12.x driver refuses a request for the 13.0 ABI: the default asks for its own (before this
+  // default existed, 13000 failed every lookup there; 12000 gave cuCtxCreate's CUDA 12 entry point
+  // on a 13.x driver, whose arguments differ from cuda.h 13.0's cuCtxCreate).
+  for (const char* version : {"12080", "13000"}) {
+    CAPTURE(version);
+    auto r = probe({"entry", "cuLaunchKernel", "entry", "cuCtxCreate", "entry", "cuCtxSetCurrent"},
+                   fake({{"FAKECUDA_DRIVER_VERSION", version}}));
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.has("entry cuLaunchKernel ok"));
+    CHECK(r.has("entry cuCtxCreate ok"));
+    CHECK(r.has("entry cuCtxSetCurrent ok"));
+  }
+}
+
 TEST_CASE("FATPACK_JIT_BACKEND: any case names the back end; anything else is a warning, not silently culink") {
   auto run = [](const char* backend) {
     return probe({"--package", ptx_package(), "load", "vadd"},

@@ -126,7 +126,8 @@ FATPACK_API fatpack_status fatpack_device_count(int* count);
  * struct: FATPACK_ERROR_INVALID_ARGUMENT. */
 FATPACK_API fatpack_status fatpack_get_device_info(int ordinal, fatpack_device_info* info);
 /* cuGetProcAddress through the driver fatpack loaded; cuda_version: CUDA_VERSION of the cuda.h whose
- * declarations the result is cast to (13000 for cuda.h 13.0: 12000 gives cuCtxCreate's CUDA 12 ABI). */
+ * declarations the result is cast to (13000 for cuda.h 13.0: 12000 gives cuCtxCreate's CUDA 12 ABI);
+ * 0: 13000, or the driver's own version where the driver is older. */
 FATPACK_API fatpack_status fatpack_driver_entry_point(const char* symbol, int cuda_version, void** fn);
 
 FATPACK_API fatpack_status fatpack_add_package_file(const char* path);

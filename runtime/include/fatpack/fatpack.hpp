@@ -96,10 +96,12 @@ FATPACK_API result<device_info> device(int ordinal);
 
 // A driver entry point through the driver fatpack loaded (cuGetProcAddress), so an application that
 // does not link libcuda can call e.g. cuLaunchKernel or cuMemAlloc. cuda_version selects the ABI:
-// pass CUDA_VERSION from the cuda.h whose declarations you cast to. The default, 13000, is cuda.h
-// 13.0's (the toolkit fatpack is built with): before, 12000 gave cuCtxCreate's CUDA 12 entry point,
-// which a cast to cuda.h 13.0's cuCtxCreate (cuCtxCreate_v4) called with the wrong arguments.
-FATPACK_API result<void*> driver_entry_point(const char* symbol, int cuda_version = 13000);
+// pass CUDA_VERSION from the cuda.h whose declarations you cast to. The default, 0, is cuda.h 13.0's
+// (the toolkit fatpack is built with), or the driver's own ABI where the driver is older than 13.0
+// (a 12.x driver has no 13.0 entry points). Before, the default 12000 gave cuCtxCreate's CUDA 12
+// entry point, which a cast to cuda.h 13.0's cuCtxCreate (cuCtxCreate_v4) called with the wrong
+// arguments.
+FATPACK_API result<void*> driver_entry_point(const char* symbol, int cuda_version = 0);
 
 // ---- registry ----------------------------------------------------------------------------------
 

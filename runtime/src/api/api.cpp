@@ -11,6 +11,7 @@
 #include "platform/log.hpp"
 #include "registry/registry.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <iterator>
 #include <mutex>
@@ -73,6 +74,9 @@ result<void*> driver_entry_point(const char* symbol, int cuda_version) {
   if (!symbol || !*symbol) return error{errc::invalid_argument, 0, "driver_entry_point: empty symbol name", {}};
   const auto& d = detail::load_driver();
   if (!d) return d.error();
+  // 0: cuda.h 13.0's ABI, or the driver's own where the driver is older (a 12.x driver refuses a
+  // request for 13000, and it has no 13.0 entry points to give).
+  if (cuda_version == 0) cuda_version = std::min(13000, (*d)->version);
   void* fn = nullptr;
   CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SUCCESS;
   CUresult r = (*d)->get_proc(symbol, &fn, cuda_version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
