@@ -24,6 +24,13 @@
 # CMake 3.25 has no CUDA_CUBIN_COMPILATION, and its CMAKE_CUDA_ARCHITECTURES_ALL table is stale for
 # CUDA 13, so `all`/`all-major` are expanded from `nvcc --list-gpu-code` here.
 include_guard(GLOBAL)
+# Functions keep the policies in force where they are defined: DEPFILE paths made relative for
+# Ninja (CMP0116) even in a project whose cmake_minimum_required is older than 3.20, where an
+# absolute depfile target never matched Ninja's relative output and every build ran nvcc again.
+cmake_policy(PUSH)
+if(POLICY CMP0116)
+  cmake_policy(SET CMP0116 NEW)
+endif()
 
 # The documented default when neither CUDA_ARCHITECTURES, FATPACK_CUDA_ARCHITECTURES nor a
 # user-set CMAKE_CUDA_ARCHITECTURES says otherwise: SASS for the oldest and every X0 architecture the
@@ -704,3 +711,5 @@ function(fatpack_add_kernels target)
     set(${arg_PACKAGE_VARIABLE} "${package}" PARENT_SCOPE)
   endif()
 endfunction()
+
+cmake_policy(POP)
