@@ -96,7 +96,10 @@ fatpack::result<std::unique_ptr<fc::admin>> open_cache(const cache_args& a, bool
   // A command that reads (stats, list, verify, push) at a --path that does not exist: before, a
   // mistyped path showed an empty "(read-only)" cache and succeeded.
   if (read_only && !a.path.empty() && !std::filesystem::exists(st))
-    return fatpack::error{fatpack::errc::invalid_argument, 0, "no fatpack cache at " + dir + " (no such directory)", {}};
+    return fatpack::error{fatpack::errc::invalid_argument, 0,
+                          "no fatpack cache at " + dir + " (" +
+                              (ec && ec != std::errc::no_such_file_or_directory ? ec.message() : "no such directory") + ")",
+                          {}};
   // Only of a --path given: the default cache of a user who has run nothing yet is an empty one (a
   // script that clears it on a fresh machine must not fail).
   if (existing && !a.path.empty() && !std::filesystem::is_directory(std::filesystem::symlink_status(dir + "/v1", ec)))

@@ -14,9 +14,12 @@ command_runner add_export_fatbin_command(CLI::App& app) {
   auto o = std::make_shared<options>();
   CLI::App* cmd = app.add_subcommand("export-fatbin", "Write the package's SASS and PTX entries as a standard NVIDIA fatbin");
   cmd->add_option("-o,--output", o->output, "Output fatbin")->required();
-  cmd->add_option("--module", o->module, "Only this module (needed when the package holds several)");
+  cmd->add_option("--module", o->module, "Only this module (needed when the package holds several)")
+      ->check(not_empty("give a module, or leave --module out when the package holds one"));
   cmd->add_option("file", o->file, "Package or host binary")->required();
   return [o]() {
+    if (const std::string same = input_named_by_output(o->output, {o->file}); !same.empty())
+      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
     auto pf = load_package_file(o->file);
     if (!pf) {
       print_error(pf.error().message);

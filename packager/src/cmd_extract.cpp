@@ -17,7 +17,8 @@ command_runner add_extract_command(CLI::App& app) {
       "extract", "Write the entries of a package (or of the packages a binary embeds) as .cubin/.ptx files");
   cmd->add_option("-o,--output-dir", o->dir, "Directory to write into (default: .)");
   cmd->add_option("--target", o->target, "Only entries for this target, e.g. sm_90, sm_90a, compute_90");
-  cmd->add_option("--module", o->module, "Only entries of this module");
+  cmd->add_option("--module", o->module, "Only entries of this module")
+      ->check(not_empty("give a module, or leave --module out for every module"));
   cmd->add_option("file", o->file, "Package or host binary")->required();
   return [o]() {
     core::target want{};

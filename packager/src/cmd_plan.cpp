@@ -66,7 +66,8 @@ command_runner add_plan_command(CLI::App& app) {
   cmd->add_option("--policy", o->policy, "prefer_sass (default), force_ptx or sass_only")
       ->check(CLI::IsMember({"prefer_sass", "force_ptx", "sass_only"}));
   cmd->add_flag("--tegra", o->tegra, "The GPUs are Tegra (Jetson) devices: no SASS minor-version compatibility");
-  cmd->add_option("--module", o->module, "Only this module");
+  cmd->add_option("--module", o->module, "Only this module")
+      ->check(not_empty("give a module, or leave --module out for every module"));
   cmd->add_flag("--json", o->json, "Print one JSON document (schema_version 1)");
   cmd->add_option("file", o->file, "Package or host binary")->required();
   return [o]() {

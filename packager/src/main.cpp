@@ -35,6 +35,18 @@ int main(int argc, char** argv) {
     }
   }
 
+  // `--name=` (an unset variable after '='): CLI11 takes the next word as the value, so an input
+  // became the package name. Refused before parsing, as an empty value given apart is (not_empty).
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string a = args[i];
+    if (a.size() > 3 && a.compare(0, 2, "--") == 0 && a.back() == '=') {
+      print_error(a.substr(0, a.size() - 1) + ": is empty (an unset variable?): give a value, or leave " +
+                  a.substr(0, a.size() - 1) + " out");
+      std::cerr << "Run 'fatpack --help' or 'fatpack <command> --help' for usage.\n";
+      return exit_usage;
+    }
+  }
+
   CLI::App app{"fatpack " FATPACK_VERSION
                ": package CUDA kernels (SASS for several GPUs + PTX) into one compressed, checksummed .fpk "
                "package and inspect, verify, extract, plan and embed packages; prebuild and maintain the runtime's JIT "

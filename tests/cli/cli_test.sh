@@ -570,6 +570,23 @@ usage)
   run 2 "$fatpack" build -o in.cu --arch 90-real in.cu
   expect_in err.txt "^fatpack: error: -o in.cu is the input in.cu"
   cmp -s in.cu "$src/tests/kernels/vadd.cu" || fail "build replaced its source"
+  cp x.fpk x-keep.fpk
+  run 2 "$fatpack" export-fatbin -o x.fpk x.fpk
+  expect_in err.txt "^fatpack: error: -o x.fpk is the input x.fpk"
+  cmp -s x.fpk x-keep.fpk || fail "export-fatbin replaced its input"
+  run 2 "$fatpack" link-lto -o in.cubin --arch sm_90 in.cubin
+  expect_in err.txt "^fatpack: error: -o in.cubin is the input in.cubin"
+  # `--name=` with nothing after '=' (an unset variable): refused (before, CLI11 took the next input
+  # as the name and packed the rest); --module "" of extract, plan and export-fatbin too.
+  run 2 "$fatpack" pack -o y.fpk --name= "${cubins[0]}" "${cubins[1]}"
+  expect_in err.txt "^fatpack: error: --name: is empty"
+  [ ! -e y.fpk ] || fail "pack --name= wrote y.fpk"
+  run 2 "$fatpack" extract -o xd --module "" x.fpk
+  expect_in err.txt "^fatpack: error: --module: is empty"
+  run 2 "$fatpack" plan --module "" x.fpk
+  expect_in err.txt "^fatpack: error: --module: is empty"
+  run 2 "$fatpack" export-fatbin -o x.fatbin --module "" x.fpk
+  expect_in err.txt "^fatpack: error: --module: is empty"
   ;;
 roundtrip)
   for codec in lz4 zstd none; do
@@ -996,6 +1013,12 @@ CPP
   run 0 g++ -std=c++17 main.cpp "${objs[@]}" -o app_names
   run 0 ./app_names
   expect_in out.txt "records 4 registered 0"
+  # The generated file names its record symbol (what -Wl,-u needs); a --symbol given is used as it
+  # is, so one that is no C identifier is refused rather than changed.
+  grep -q "^// Record symbol: fatpack_pkg_a_b_[0-9a-f]\{8\}_record " n0.cpp || fail "n0.cpp does not name its record symbol"
+  grep -q "Record symbol: fatpack_pkg_other_record " e.S || fail "e.S does not name its record symbol"
+  run 2 "$fatpack" embed -o bad.cpp --symbol my-kernels n0.fpk
+  expect_in err.txt "^fatpack: error: --symbol 'my-kernels' is not a C identifier"
   ;;
 embed_hostile_name)
   # A package name is outside input. Before: embed wrote it raw into a // comment (a newline ended the

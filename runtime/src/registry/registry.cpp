@@ -330,7 +330,7 @@ void registry::walk_objects_locked() {
     unloaded_.push_back(std::move(f));  // the latest last
     if (unloaded_.size() > 8) {
       unloaded_.erase(unloaded_.begin());
-      ++unloaded_dropped_;
+      unloaded_dropped_ = true;
     }
   }
   for (const auto& sk : skipped) log_line(log_level::warn, "skipped embedded package: " + sk);
@@ -593,7 +593,7 @@ std::string registry::forgotten_list() const {
   std::string out;
   for (const auto& f : unloaded_)
     out += (out.empty() ? "" : ", ") + f.what + (f.times > 1 ? " " + std::to_string(f.times) + " times" : "");
-  if (unloaded_dropped_) out += " and " + std::to_string(unloaded_dropped_) + " more";
+  if (unloaded_dropped_) out += ", and older ones";
   return out;
 }
 

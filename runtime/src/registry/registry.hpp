@@ -173,7 +173,7 @@ class registry {
     std::size_t times = 0;
   };
   std::vector<forgotten> unloaded_;
-  std::size_t unloaded_dropped_ = 0;  // distinct ones no longer listed
+  bool unloaded_dropped_ = false;  // some no longer listed (one that comes back counts from 1 again)
   std::string forgotten_list() const;
 };
 
