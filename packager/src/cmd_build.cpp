@@ -139,9 +139,8 @@ command_runner add_build_command(CLI::App& app) {
               "build ends: on SIGINT/SIGTERM/SIGHUP/SIGPIPE nvcc is stopped first; after a SIGKILL the next build removes "
               "it (docs/cli.md).");
   return [o]() {
+    require_output_not_input(o->output, o->sources);
     auto codes = nvcc_gpu_codes(o->nvcc);
-    if (const std::string same = input_named_by_output(o->output, o->sources); !same.empty())
-      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
     if (!codes) {
       print_error(codes.error().message);
       return exit_failure;

@@ -21,7 +21,7 @@
 namespace fatpack::tool {
 namespace {
 
-// The symbol stem of a package name (or --symbol): letters, digits and '_' kept, any other byte '_'.
+// The symbol stem of a package name: letters, digits and '_' kept, any other byte '_'.
 // A name that changed on the way gets 8 hex digits of its hash, so that two different names never
 // make one stem: "a-b" and "a.b", "ü" and "é" both linked as fatpack_pkg_a_b_record before, and the
 // link of a program holding both failed on a duplicate symbol.
@@ -130,8 +130,7 @@ command_runner add_embed_command(CLI::App& app) {
     const bool cpp = ext == ".cpp" || ext == ".cc" || ext == ".cxx";
     const bool as = ext == ".S" || ext == ".s";
     if (!cpp && !as) throw usage_error{"-o " + o->output + ": the extension must be .cpp, .cc, .cxx, .S or .s"};
-    if (const std::string same = input_named_by_output(o->output, {o->file}); !same.empty())
-      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
+    require_output_not_input(o->output, {o->file});
     auto pf = load_package_file(o->file);
     if (!pf) {
       print_error(pf.error().message);
@@ -149,7 +148,7 @@ command_runner add_embed_command(CLI::App& app) {
     if (!o->symbol.empty() && sanitize_symbol(o->symbol) != o->symbol)
       throw usage_error{"--symbol '" + o->symbol + "' is not a C identifier (letters, digits and _, not starting with a "
                         "digit)"};
-    const std::string sym = sanitize_symbol(o->symbol.empty() ? name : o->symbol);
+    const std::string sym = o->symbol.empty() ? sanitize_symbol(name) : o->symbol;
     char resolved[PATH_MAX];
     if (!::realpath(o->file.c_str(), resolved)) {
       print_error(o->file + ": cannot resolve the path");

@@ -18,8 +18,7 @@ command_runner add_export_fatbin_command(CLI::App& app) {
       ->check(not_empty("give a module, or leave --module out when the package holds one"));
   cmd->add_option("file", o->file, "Package or host binary")->required();
   return [o]() {
-    if (const std::string same = input_named_by_output(o->output, {o->file}); !same.empty())
-      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
+    require_output_not_input(o->output, {o->file});
     auto pf = load_package_file(o->file);
     if (!pf) {
       print_error(pf.error().message);

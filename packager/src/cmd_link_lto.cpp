@@ -60,8 +60,7 @@ command_runner add_link_lto_command(CLI::App& app) {
   cmd->add_flag("-v,--verbose", o->verbose, "Say which nvJitLink linked");
   cmd->add_option("inputs", o->inputs, "LTO-IR files")->required();
   return [o]() {
-    if (const std::string same = input_named_by_output(o->output, o->inputs); !same.empty())
-      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
+    require_output_not_input(o->output, o->inputs);
     auto t = core::target::parse(o->arch);
     if (!t || t->kind != core::entry_kind::sass) throw usage_error{"--arch: expected sm_XY (e.g. sm_90), not " + o->arch};
     const std::string ptxas_options = jit_options_from_passthrough();

@@ -193,9 +193,8 @@ command_runner add_pack_command(CLI::App& app) {
   cmd->add_flag("-v,--verbose", o->verbose, "Print a summary line");
   cmd->add_option("inputs", o->inputs, "cubin, PTX or nvcc fatbin files")->required();
   return [o]() {
+    require_output_not_input(o->output, o->inputs);
     const std::string jit_options = jit_options_from_passthrough();
-    if (const std::string same = input_named_by_output(o->output, o->inputs); !same.empty())
-      throw usage_error{"-o " + o->output + " is the input " + same + ": writing it would replace the input"};
     std::vector<core::entry_input> entries;
     for (const auto& path : o->inputs) {
       auto bytes = read_file(path);

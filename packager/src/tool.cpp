@@ -67,6 +67,11 @@ const CLI::Validator& whole_number() {
   return v;
 }
 
+void require_output_not_input(const std::string& output, const std::vector<std::string>& inputs) {
+  if (const std::string same = input_named_by_output(output, inputs); !same.empty())
+    throw usage_error{"-o " + output + " is the input " + same + ": writing it would replace the input"};
+}
+
 CLI::Validator not_empty(std::string instead) {
   return CLI::Validator(
       [instead](std::string& text) -> std::string {

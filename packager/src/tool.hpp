@@ -40,6 +40,9 @@ bool stderr_is_terminal();
 struct usage_error {
   std::string message;
 };
+// Throws usage_error when the output is one of the inputs (file_io.hpp, input_named_by_output): a
+// command that writes it would replace that input. Call it before any other work.
+void require_output_not_input(const std::string& output, const std::vector<std::string>& inputs);
 
 // The packages of one input file: a package file (possibly several concatenated) or a host
 // executable / object / archive that embeds packages (found by magic). Owns the bytes.

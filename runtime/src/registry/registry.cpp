@@ -119,11 +119,12 @@ const char own_object_marker = 0;
 
 std::string object_label(const os::loaded_object& o) { return o.name.empty() ? "the program" : o.name; }
 
+// The loaded object a note package came from, for a message.
+std::string object_label(const registered_package& p) { return p.object.empty() ? "the program" : p.object; }
+
 // Where a registered package came from, for a message: a note package names its library (two
 // libraries that carry packages of one name are the usual clash; "embedded" alone named neither).
-std::string origin_of(const registered_package& p) {
-  return p.from_note ? p.source + " in " + (p.object.empty() ? std::string("the program") : p.object) : p.source;
-}
+std::string origin_of(const registered_package& p) { return p.from_note ? p.source + " in " + object_label(p) : p.source; }
 
 }  // namespace
 
@@ -319,7 +320,7 @@ void registry::walk_objects_locked() {
   }
   for (const auto& p : before) {
     if (std::find(packages_.begin(), packages_.end(), p) != packages_.end()) continue;
-    const std::string what = "'" + p->name + "' (from " + (p->object.empty() ? "the program" : p->object) + ")";
+    const std::string what = "'" + p->name + "' (from " + object_label(*p) + ")";
     log_line(log_level::info, "package " + what + " is gone: its object was unloaded");
     auto seen = std::find_if(unloaded_.begin(), unloaded_.end(), [&](const forgotten& f) { return f.what == what; });
     forgotten f{what, 1};
