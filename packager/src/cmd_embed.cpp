@@ -121,7 +121,7 @@ command_runner add_embed_command(CLI::App& app) {
       "embed", "Write a C++ (.cpp/.cc/.cxx) or assembler (.S/.s) file that links the package into a program and "
                "registers it with the runtime");
   cmd->add_option("-o,--output", o->output, "Output file; its extension picks C++ or assembler")->required();
-  cmd->add_option("--symbol", o->symbol, "Symbol stem (default: the package name); must be unique per program")
+  cmd->add_option("--symbol", o->symbol, "Symbol stem, a C identifier (default: made from the package name); must be unique per program")
       ->check(not_empty("give a symbol stem, or leave --symbol out for the package name's"));
   cmd->add_option("file", o->file, "Package file (.fpk)")->required();
   return [o]() {
